@@ -1,0 +1,920 @@
+/* cfg.c: the configuration file parser declared in cfg.h.
+ *
+ * A line-at-a-time parser.  Each line is checked for binary garbage and
+ * length, then read as a blank line, a comment, a [section] header or a
+ * "key = value" line whose value goes to the key's setter from one table.
+ * Checks that need a whole section (backing present, replica count) run when
+ * the section ends; defaults that depend on other keys (meta) are filled in
+ * at the end.  Parsing stops at the first error.  Nothing here logs, exits,
+ * opens anything but the config file itself, or resolves host names. */
+#include "config.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <net/if.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/utsname.h>
+#include <syslog.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "util.h"
+
+#define CFG_FILE_MAX (16u << 20)
+
+enum section { SEC_NONE, SEC_GLOBAL, SEC_VOLUME };
+
+struct parser;
+struct key_def;
+typedef int (*setter_fn)(struct parser *p, const struct key_def *kd, char *val);
+
+struct key_def {
+	const char *name;
+	enum section sec;
+	bool repeatable;
+	bool empty_ok;		/* a quoted "" is meaningful (disables something) */
+	size_t off;		/* char * field, for set_path and friends */
+	setter_fn set;
+	const char *expect;	/* for "expected ..." in messages */
+};
+
+struct parser {
+	const char *name;
+	int line;
+	struct cfg *cfg;
+	enum section sec;
+	int global_line;	/* 0 = no [global] seen yet */
+	int seen_line[16];	/* per keys[] entry: line it was set on, 0 = not */
+	unsigned vol_cap;
+	char *err;
+	size_t errlen;
+};
+
+/* ---- messages ------------------------------------------------------------ */
+
+__attribute__((format(printf, 3, 0)))
+static int verr(struct parser *p, int line, const char *fmt, va_list ap)
+{
+	int n;
+
+	if (!p->err || !p->errlen)
+		return -EINVAL;
+	if (line > 0)
+		n = snprintf(p->err, p->errlen, "%s:%d: ", p->name, line);
+	else
+		n = snprintf(p->err, p->errlen, "%s: ", p->name);
+	if (n >= 0 && (size_t)n < p->errlen)
+		vsnprintf(p->err + n, p->errlen - (size_t)n, fmt, ap);
+	return -EINVAL;
+}
+
+__attribute__((format(printf, 3, 4)))
+static int perr_at(struct parser *p, int line, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verr(p, line, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+__attribute__((format(printf, 2, 3)))
+static int perr(struct parser *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verr(p, p->line, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int oom(struct parser *p)
+{
+	perr_at(p, 0, "out of memory");
+	return -ENOMEM;
+}
+
+static int bad_value(struct parser *p, const struct key_def *kd, const char *val)
+{
+	return perr(p, "invalid %s \"%s\": expected %s", kd->name, val, kd->expect);
+}
+
+/* ---- small string helpers ------------------------------------------------ */
+
+static bool is_blank(char c)
+{
+	return c == ' ' || c == '\t';
+}
+
+static bool is_alnum(char c)
+{
+	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+	       (c >= '0' && c <= '9');
+}
+
+static char *skip_blank(char *s)
+{
+	while (is_blank(*s))
+		s++;
+	return s;
+}
+
+static char *trim(char *s)
+{
+	size_t n;
+
+	s = skip_blank(s);
+	n = strlen(s);
+	while (n && is_blank(s[n - 1]))
+		s[--n] = '\0';
+	return s;
+}
+
+/* The first '#' at or after from that follows a blank: a trailing comment. */
+static char *find_comment(const char *line, char *from)
+{
+	for (char *c = from; *c; c++)
+		if (*c == '#' && c > line && is_blank(c[-1]))
+			return c;
+	return NULL;
+}
+
+static int replace_str(struct parser *p, char **field, const char *val)
+{
+	char *s = strdup(val);
+
+	if (!s)
+		return oom(p);
+	free(*field);
+	*field = s;
+	return 0;
+}
+
+bool cfg_name_valid(const char *name)
+{
+	size_t n = 0;
+
+	if (!name || name[0] == '.' || name[0] == '-')
+		return false;
+	for (; name[n]; n++)
+		if (!is_alnum(name[n]) && !strchr("_.-", name[n]))
+			return false;
+	return n >= 1 && n <= CFG_NAME_MAX;
+}
+
+/* ---- host:port ----------------------------------------------------------- */
+
+static bool hostname_valid(const char *h, size_t n)
+{
+	bool numeric = true;
+	char tmp[16];
+	struct in_addr a4;
+
+	if (n == 0 || n > 253 || h[0] == '.' || h[0] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		if (!is_alnum(h[i]) && !strchr("_.-", h[i]))
+			return false;
+		if (h[i] == '.' && i + 1 < n && h[i + 1] == '.')
+			return false;
+		if (!(h[i] >= '0' && h[i] <= '9') && h[i] != '.')
+			numeric = false;
+	}
+	if (!numeric)
+		return true;
+	/* All digits and dots: must be a real IPv4 address, not "10.0.0.256". */
+	if (n >= sizeof(tmp))
+		return false;
+	memcpy(tmp, h, n);
+	tmp[n] = '\0';
+	return inet_pton(AF_INET, tmp, &a4) == 1;
+}
+
+static bool ipv6_valid(const char *h, size_t n)
+{
+	char tmp[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
+	struct in6_addr a6;
+	char *zone;
+
+	if (n == 0 || n >= sizeof(tmp))
+		return false;
+	memcpy(tmp, h, n);
+	tmp[n] = '\0';
+	zone = strchr(tmp, '%');
+	if (zone) {
+		*zone++ = '\0';
+		if (!*zone || strlen(zone) >= IF_NAMESIZE)
+			return false;
+		for (const char *z = zone; *z; z++)
+			if (!is_alnum(*z) && !strchr("_.-", *z))
+				return false;
+	}
+	return inet_pton(AF_INET6, tmp, &a6) == 1;
+}
+
+/* Splits "HOST:PORT", "[IPV6]:PORT" or (empty_host_ok) ":PORT".  Returns
+ * NULL, or why s is no good. */
+static const char *parse_hostport(const char *s, bool empty_host_ok,
+				  char host[256], char port[16])
+{
+	const char *h = s, *colon;
+	size_t hl;
+	uint64_t pn;
+
+	if (*s == '[') {
+		const char *close = strchr(s, ']');
+
+		if (!close)
+			return "missing ']' after the IPv6 address";
+		h = s + 1;
+		hl = (size_t)(close - h);
+		if (close[1] != ':')
+			return "missing port: expected [IPV6]:PORT";
+		if (!ipv6_valid(h, hl))
+			return "invalid IPv6 address";
+		colon = close + 1;
+	} else {
+		colon = strrchr(s, ':');
+		if (!colon)
+			return "missing port: expected HOST:PORT";
+		hl = (size_t)(colon - s);
+		if (memchr(s, ':', hl))
+			return "an IPv6 address must be in brackets, e.g. [::1]:10809";
+		if (hl == 0 && !empty_host_ok)
+			return "missing host: expected HOST:PORT";
+		if (hl && !hostname_valid(s, hl))
+			return "invalid host name or address";
+	}
+	if (hl >= 256)
+		return "host name too long";
+	if (parse_uint(colon + 1, 1, 65535, &pn))
+		return "port must be a number from 1 to 65535";
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	snprintf(port, 16, "%u", (unsigned)pn);
+	return NULL;
+}
+
+/* ---- setters ----------------------------------------------------------- */
+
+static struct cfg_volume *cur_vol(struct parser *p)
+{
+	return &p->cfg->volumes[p->cfg->n_volumes - 1];
+}
+
+static char **str_field(struct parser *p, const struct key_def *kd)
+{
+	char *base = kd->sec == SEC_GLOBAL ? (char *)p->cfg : (char *)cur_vol(p);
+
+	return (void *)(base + kd->off);
+}
+
+static int set_path(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (val[0] != '/')
+		return bad_value(p, kd, val);
+	return replace_str(p, str_field(p, kd), val);
+}
+
+static int set_socket(struct parser *p, const struct key_def *kd, char *val)
+{
+	size_t max = sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1;
+
+	if (kd->empty_ok && (!*val || !strcmp(val, "none"))) {
+		free(*str_field(p, kd));
+		*str_field(p, kd) = NULL;
+		return 0;
+	}
+	if (val[0] != '/')
+		return bad_value(p, kd, val);
+	if (strlen(val) > max)
+		return perr(p, "%s \"%s\" is too long: a unix socket path may have at most %zu bytes",
+			    kd->name, val, max);
+	return replace_str(p, str_field(p, kd), val);
+}
+
+static int set_state_dir(struct parser *p, const struct key_def *kd, char *val)
+{
+	size_t n = strlen(val);
+
+	while (n > 1 && val[n - 1] == '/')
+		val[--n] = '\0';
+	return set_path(p, kd, val);
+}
+
+static int set_node(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (!cfg_name_valid(val))
+		return bad_value(p, kd, val);
+	strcpy(p->cfg->node, val);
+	return 0;
+}
+
+static int set_listen(struct parser *p, const struct key_def *kd, char *val)
+{
+	struct cfg *cfg = p->cfg;
+	char host[256], port[16];
+	const char *why;
+
+	free(cfg->nbd_host);
+	free(cfg->nbd_port);
+	cfg->nbd_host = cfg->nbd_port = NULL;
+	if (!*val || !strcmp(val, "none"))
+		return 0;
+	why = parse_hostport(val, true, host, port);
+	if (why)
+		return perr(p, "invalid %s \"%s\": %s", kd->name, val, why);
+	cfg->nbd_host = strdup(host);
+	cfg->nbd_port = strdup(port);
+	if (!cfg->nbd_host || !cfg->nbd_port)
+		return oom(p);
+	return 0;
+}
+
+static int set_log_level(struct parser *p, const struct key_def *kd, char *val)
+{
+	static const struct { const char *name; int level; } levels[] = {
+		{ "err", LOG_ERR }, { "error", LOG_ERR },
+		{ "warning", LOG_WARNING }, { "warn", LOG_WARNING },
+		{ "notice", LOG_NOTICE }, { "info", LOG_INFO },
+		{ "debug", LOG_DEBUG },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(levels); i++) {
+		if (!strcmp(val, levels[i].name)) {
+			p->cfg->log_level = levels[i].level;
+			return 0;
+		}
+	}
+	return bad_value(p, kd, val);
+}
+
+static int set_outdate_timeout(struct parser *p, const struct key_def *kd, char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, 1, 3600, &v))
+		return bad_value(p, kd, val);
+	p->cfg->outdate_timeout_s = (unsigned)v;
+	return 0;
+}
+
+static int set_size(struct parser *p, const struct key_def *kd, char *val)
+{
+	uint64_t v;
+	int ret = parse_size(val, &v);
+
+	if (ret == -ERANGE || (!ret && v > INT64_MAX))
+		return perr(p, "size \"%s\" is too large", val);
+	if (ret)
+		return bad_value(p, kd, val);
+	if (v == 0)
+		return perr(p, "size must be greater than 0");
+	if (v % 512)
+		return perr(p, "size \"%s\" (%llu bytes) is not a multiple of 512",
+			    val, (unsigned long long)v);
+	cur_vol(p)->size = v;
+	return 0;
+}
+
+static int set_io_threads(struct parser *p, const struct key_def *kd, char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, 1, 64, &v))
+		return bad_value(p, kd, val);
+	cur_vol(p)->io_threads = (unsigned)v;
+	return 0;
+}
+
+static int set_replica(struct parser *p, const struct key_def *kd, char *val)
+{
+	struct cfg_volume *vol = cur_vol(p);
+	struct cfg_replica *r;
+	char *node = val, *addr, *end;
+	const char *why;
+
+	addr = node + strcspn(node, " \t");
+	if (!*addr)
+		return bad_value(p, kd, val);
+	*addr++ = '\0';
+	addr = skip_blank(addr);
+	end = addr + strcspn(addr, " \t");
+	if (*skip_blank(end))
+		return perr(p, "unexpected text after \"%.*s\" in replica: expected %s",
+			    (int)(end - addr), addr, kd->expect);
+	*end = '\0';
+
+	if (vol->n_replicas == CFG_REPLICAS_MAX)
+		return perr(p, "more than %d replica lines in [volume %s]",
+			    CFG_REPLICAS_MAX, vol->name);
+	if (!cfg_name_valid(node))
+		return perr(p, "invalid replica node name \"%s\": expected 1..%d characters of [A-Za-z0-9_.-], not starting with '.' or '-'",
+			    node, CFG_NAME_MAX);
+	r = &vol->replicas[vol->n_replicas];
+	why = parse_hostport(addr, false, r->host, r->port);
+	if (why)
+		return perr(p, "invalid replica address \"%s\": %s", addr, why);
+	for (unsigned i = 0; i < vol->n_replicas; i++) {
+		const struct cfg_replica *o = &vol->replicas[i];
+
+		if (!strcmp(o->node, node))
+			return perr(p, "duplicate replica node \"%s\" in [volume %s] (first at line %d)",
+				    node, vol->name, o->line);
+		if (!strcmp(o->host, r->host) && !strcmp(o->port, r->port))
+			return perr(p, "replica address \"%s\" is already used by node \"%s\" (line %d)",
+				    addr, o->node, o->line);
+	}
+	strcpy(r->node, node);
+	r->line = p->line;
+	vol->n_replicas++;
+	return 0;
+}
+
+#define NAME_RULE "1..64 characters of [A-Za-z0-9_.-], not starting with '.' or '-'"
+#define G(name, fn, field, empty, expect) \
+	{ name, SEC_GLOBAL, false, empty, offsetof(struct cfg, field), fn, expect }
+#define V(name, fn, field, rep, expect) \
+	{ name, SEC_VOLUME, rep, false, offsetof(struct cfg_volume, field), fn, expect }
+
+static const struct key_def keys[] = {
+	G("node", set_node, node, false, "a node name of " NAME_RULE),
+	G("nbd-socket", set_socket, nbd_socket, true,
+	  "an absolute path, \"\" or none"),
+	G("nbd-listen", set_listen, nbd_host, true,
+	  "HOST:PORT, [IPV6]:PORT, :PORT, \"\" or none"),
+	G("control-socket", set_socket, control_socket, false, "an absolute path"),
+	G("state-dir", set_state_dir, state_dir, false, "an absolute path"),
+	G("pidfile", set_path, pidfile, false, "an absolute path"),
+	G("key-file", set_path, key_file, false, "an absolute path"),
+	G("log-level", set_log_level, log_level, false,
+	  "err, warning, notice, info or debug"),
+	G("outdate-timeout", set_outdate_timeout, outdate_timeout_s, false,
+	  "a number of seconds from 1 to 3600"),
+	V("backing", set_path, backing, false,
+	  "an absolute path to a file or block device"),
+	V("size", set_size, size, false,
+	  "a number of bytes with an optional K, M, G or T suffix, e.g. 10G"),
+	V("meta", set_path, meta, false, "an absolute path"),
+	V("io-threads", set_io_threads, io_threads, false, "a number from 1 to 64"),
+	V("replica", set_replica, replicas, true,
+	  "NODE HOST:PORT, e.g. \"replica = n1 10.0.0.1:7789\""),
+};
+
+_Static_assert(ARRAY_SIZE(keys) <= ARRAY_SIZE(((struct parser *)NULL)->seen_line),
+	       "seen_line too small");
+
+static const struct key_def *key_find(const char *name, enum section sec)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
+		if (keys[i].sec == sec && !strcmp(keys[i].name, name))
+			return &keys[i];
+	return NULL;
+}
+
+/* ---- lines --------------------------------------------------------------- */
+
+/* Length of the valid UTF-8 sequence at s (which starts >= 0x80), or 0. */
+static size_t utf8_seq(const unsigned char *s, size_t n)
+{
+	size_t len;
+	uint32_t cp;
+
+	if (s[0] >= 0xc2 && s[0] <= 0xdf) {
+		len = 2;
+		cp = s[0] & 0x1f;
+	} else if ((s[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = s[0] & 0x0f;
+	} else if (s[0] >= 0xf0 && s[0] <= 0xf4) {
+		len = 4;
+		cp = s[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (len > n)
+		return 0;
+	for (size_t i = 1; i < len; i++) {
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (s[i] & 0x3f);
+	}
+	if ((len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10ffff)) ||
+	    (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	return len;
+}
+
+static int check_text(struct parser *p, const char *line, size_t n)
+{
+	const unsigned char *s = (const unsigned char *)line;
+
+	for (size_t i = 0; i < n; ) {
+		if (s[i] == 0)
+			return perr(p, "NUL byte in line (is this a binary file?)");
+		if ((s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
+			return perr(p, "control character 0x%02x in line (is this a binary file?)",
+				    s[i]);
+		if (s[i] < 0x80) {
+			i++;
+			continue;
+		}
+		size_t len = utf8_seq(s + i, n - i);
+
+		if (!len)
+			return perr(p, "invalid UTF-8 in line (is this a binary file?)");
+		i += len;
+	}
+	return 0;
+}
+
+static const char *section_label(struct parser *p, char *buf, size_t len)
+{
+	if (p->sec == SEC_GLOBAL)
+		return "[global]";
+	snprintf(buf, len, "[volume %s]", cur_vol(p)->name);
+	return buf;
+}
+
+/* Checks a volume section once all its lines are in. */
+static int end_section(struct parser *p)
+{
+	struct cfg_volume *vol;
+
+	if (p->sec != SEC_VOLUME)
+		return 0;
+	vol = cur_vol(p);
+	if (!vol->backing)
+		return perr_at(p, vol->line, "[volume %s] has no \"backing = PATH\" line",
+			       vol->name);
+	if (vol->n_replicas == 1)
+		return perr_at(p, vol->replicas[0].line,
+			       "[volume %s] has only one replica line: a replicated volume needs 2 or %d, a local one none",
+			       vol->name, CFG_REPLICAS_MAX);
+	return 0;
+}
+
+static int start_volume(struct parser *p, const char *name)
+{
+	struct cfg *cfg = p->cfg;
+	const struct cfg_volume *old;
+
+	if (!*name)
+		return perr(p, "missing volume name: expected [volume NAME]");
+	if (!cfg_name_valid(name))
+		return perr(p, "invalid volume name \"%s\": expected " NAME_RULE, name);
+	old = cfg_volume_find(cfg, name);
+	if (old)
+		return perr(p, "duplicate volume \"%s\" (first defined at line %d)",
+			    name, old->line);
+	if (cfg->n_volumes == p->vol_cap) {
+		unsigned cap = p->vol_cap ? p->vol_cap * 2 : 8;
+		struct cfg_volume *v = realloc(cfg->volumes, cap * sizeof(*v));
+
+		if (!v)
+			return oom(p);
+		cfg->volumes = v;
+		p->vol_cap = cap;
+	}
+	memset(&cfg->volumes[cfg->n_volumes], 0, sizeof(cfg->volumes[0]));
+	strcpy(cfg->volumes[cfg->n_volumes].name, name);
+	cfg->volumes[cfg->n_volumes].line = p->line;
+	cfg->n_volumes++;
+	p->sec = SEC_VOLUME;
+	return 0;
+}
+
+static int parse_header(struct parser *p, char *s)
+{
+	char *close = strchr(s, ']'), *inner;
+	int ret;
+
+	if (!close)
+		return perr(p, "missing ']' in section header");
+	if (close[1] && !(is_blank(close[1]) && *skip_blank(close + 1) == '#'))
+		return perr(p, "unexpected text after ']' in section header");
+	*close = '\0';
+	inner = trim(s + 1);
+
+	ret = end_section(p);
+	if (ret)
+		return ret;
+	memset(p->seen_line, 0, sizeof(p->seen_line));
+	if (!strcmp(inner, "global")) {
+		if (p->global_line)
+			return perr(p, "duplicate [global] section (first at line %d)",
+				    p->global_line);
+		p->global_line = p->line;
+		p->sec = SEC_GLOBAL;
+		return 0;
+	}
+	if (!strncmp(inner, "volume", 6) && (!inner[6] || is_blank(inner[6])))
+		return start_volume(p, skip_blank(inner + 6));
+	return perr(p, "unknown section \"[%s]\": expected [global] or [volume NAME]", inner);
+}
+
+/* Finds the value after '=': quoted ("..." taken literally) or bare (up to
+ * a trailing comment).  Returns NULL after writing an error. */
+static char *parse_value(struct parser *p, const char *line, char *s, bool *quoted)
+{
+	char *v = skip_blank(s), *c;
+
+	*quoted = *v == '"';
+	if (*quoted) {
+		char *q = strchr(v + 1, '"');
+
+		if (!q) {
+			perr(p, "missing closing '\"'");
+			return NULL;
+		}
+		if (q[1] && !(is_blank(q[1]) && *skip_blank(q + 1) == '#')) {
+			perr(p, "unexpected text after closing '\"'");
+			return NULL;
+		}
+		*q = '\0';
+		return v + 1;
+	}
+	c = find_comment(line, v);
+	if (c)
+		*c = '\0';
+	return trim(v);
+}
+
+static int parse_assignment(struct parser *p, char *line, char *s)
+{
+	char *eq = strchr(s, '='), *c = find_comment(line, s), *key, *val;
+	const struct key_def *kd;
+	char label[CFG_NAME_MAX + 16];
+	bool quoted;
+	size_t idx;
+
+	if (!eq || (c && c < eq))
+		return perr(p, "missing '=': expected \"key = value\", [global] or [volume NAME]");
+	*eq = '\0';
+	key = trim(s);
+	if (!*key)
+		return perr(p, "missing key before '='");
+	if (p->sec == SEC_NONE)
+		return perr(p, "key \"%s\" outside a section: put it under [global] or [volume NAME]",
+			    key);
+	kd = key_find(key, p->sec);
+	if (!kd) {
+		const char *hint = "";
+
+		if (key_find(key, SEC_GLOBAL))
+			hint = " (it belongs in [global])";
+		else if (key_find(key, SEC_VOLUME))
+			hint = " (it belongs in a [volume NAME] section)";
+		return perr(p, "unknown key \"%s\" in %s%s", key,
+			    section_label(p, label, sizeof(label)), hint);
+	}
+	idx = (size_t)(kd - keys);
+	if (!kd->repeatable && p->seen_line[idx])
+		return perr(p, "duplicate key \"%s\" in %s (first set at line %d)", key,
+			    section_label(p, label, sizeof(label)), p->seen_line[idx]);
+	val = parse_value(p, line, eq + 1, &quoted);
+	if (!val)
+		return -EINVAL;
+	if (!*val && !(quoted && kd->empty_ok))
+		return perr(p, "empty value for \"%s\": expected %s", key, kd->expect);
+	p->seen_line[idx] = p->line;
+	return kd->set(p, kd, val);
+}
+
+static int parse_line(struct parser *p, char *line)
+{
+	char *s = trim(line);
+
+	if (!*s || *s == '#')
+		return 0;
+	if (*s == '[')
+		return parse_header(p, s);
+	return parse_assignment(p, line, s);
+}
+
+/* ---- whole configuration ------------------------------------------------- */
+
+static struct cfg *cfg_new(const char *name)
+{
+	struct cfg *cfg = calloc(1, sizeof(*cfg));
+	struct utsname u;
+
+	if (!cfg)
+		return NULL;
+	if (uname(&u) == 0 && cfg_name_valid(u.nodename))
+		strcpy(cfg->node, u.nodename);
+	cfg->path = strdup(name);
+	cfg->nbd_socket = strdup(CFG_DEFAULT_NBD_SOCKET);
+	cfg->control_socket = strdup(CFG_DEFAULT_CONTROL_SOCKET);
+	cfg->state_dir = strdup(CFG_DEFAULT_STATE_DIR);
+	cfg->pidfile = strdup(CFG_DEFAULT_PIDFILE);
+	cfg->key_file = strdup(CFG_DEFAULT_KEY_FILE);
+	cfg->log_level = LOG_INFO;
+	cfg->outdate_timeout_s = CFG_DEFAULT_OUTDATE_TIMEOUT_S;
+	if (!cfg->path || !cfg->nbd_socket || !cfg->control_socket ||
+	    !cfg->state_dir || !cfg->pidfile || !cfg->key_file) {
+		cfg_free(cfg);
+		return NULL;
+	}
+	return cfg;
+}
+
+static int finish(struct parser *p)
+{
+	struct cfg *cfg = p->cfg;
+	size_t n = strlen(cfg->state_dir);
+	const char *sep = n && cfg->state_dir[n - 1] == '/' ? "" : "/";
+
+	for (unsigned i = 0; i < cfg->n_volumes; i++) {
+		struct cfg_volume *vol = &cfg->volumes[i];
+
+		if (vol->meta)
+			continue;
+		if (asprintf(&vol->meta, "%s%s%s.meta", cfg->state_dir, sep, vol->name) < 0) {
+			vol->meta = NULL;
+			return oom(p);
+		}
+	}
+	return 0;
+}
+
+static int parse_text(struct parser *p, const char *text, size_t len)
+{
+	const char *pos = text, *end = text + len;
+	char line[CFG_LINE_MAX + 1];
+	int ret;
+
+	if (len >= 3 && !memcmp(text, "\xef\xbb\xbf", 3))
+		pos += 3;	/* UTF-8 byte order mark */
+	while (pos < end) {
+		const char *nl = memchr(pos, '\n', (size_t)(end - pos));
+		size_t n = (size_t)((nl ? nl : end) - pos);
+
+		p->line++;
+		if (n && pos[n - 1] == '\r')
+			n--;	/* CRLF line ends */
+		ret = check_text(p, pos, n);
+		if (ret)
+			return ret;
+		if (n > CFG_LINE_MAX)
+			return perr(p, "line is longer than %d bytes", CFG_LINE_MAX);
+		memcpy(line, pos, n);
+		line[n] = '\0';
+		pos = nl ? nl + 1 : end;
+		ret = parse_line(p, line);
+		if (ret)
+			return ret;
+	}
+	ret = end_section(p);
+	if (ret)
+		return ret;
+	return finish(p);
+}
+
+static int parse_buf(const char *name, const char *text, size_t len,
+		     struct cfg **out, char *err, size_t errlen)
+{
+	struct parser p = { .name = name, .err = err, .errlen = errlen };
+	int ret;
+
+	*out = NULL;
+	if (err && errlen)
+		err[0] = '\0';
+	p.cfg = cfg_new(name);
+	if (!p.cfg)
+		return oom(&p);
+	ret = parse_text(&p, text, len);
+	if (ret) {
+		cfg_free(p.cfg);
+		return ret;
+	}
+	*out = p.cfg;
+	return 0;
+}
+
+int cfg_parse_string(const char *name, const char *text, struct cfg **out,
+		     char *err, size_t errlen)
+{
+	return parse_buf(name, text, strlen(text), out, err, errlen);
+}
+
+static int read_all(int fd, char **bufp, size_t *lenp)
+{
+	size_t len = 0, cap = 4096;
+	char *buf = malloc(cap), *nb;
+	ssize_t n;
+
+	if (!buf)
+		return -ENOMEM;
+	for (;;) {
+		if (len == cap) {
+			if (cap >= CFG_FILE_MAX) {
+				free(buf);
+				return -EFBIG;
+			}
+			cap *= 2;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				free(buf);
+				return -ENOMEM;
+			}
+			buf = nb;
+		}
+		n = read(fd, buf + len, cap - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int ret = -errno;
+
+			free(buf);
+			return ret;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	*bufp = buf;
+	*lenp = len;
+	return 0;
+}
+
+int cfg_load(const char *path, struct cfg **out, char *err, size_t errlen)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	int fd, ret;
+
+	*out = NULL;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	if (fd < 0) {
+		ret = -errno;
+		if (err && errlen)
+			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = read_all(fd, &buf, &len);
+	close(fd);
+	if (ret) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s: cannot read: %s", path,
+				 ret == -EFBIG ? "file is larger than 16 MiB" : strerror(-ret));
+		return ret;
+	}
+	ret = parse_buf(path, buf, len, out, err, errlen);
+	free(buf);
+	return ret;
+}
+
+void cfg_free(struct cfg *cfg)
+{
+	if (!cfg)
+		return;
+	for (unsigned i = 0; i < cfg->n_volumes; i++) {
+		free(cfg->volumes[i].backing);
+		free(cfg->volumes[i].meta);
+	}
+	free(cfg->volumes);
+	free(cfg->path);
+	free(cfg->nbd_socket);
+	free(cfg->nbd_host);
+	free(cfg->nbd_port);
+	free(cfg->control_socket);
+	free(cfg->state_dir);
+	free(cfg->pidfile);
+	free(cfg->key_file);
+	free(cfg);
+}
+
+const struct cfg_volume *cfg_volume_find(const struct cfg *cfg, const char *name)
+{
+	for (unsigned i = 0; i < cfg->n_volumes; i++)
+		if (!strcmp(cfg->volumes[i].name, name))
+			return &cfg->volumes[i];
+	return NULL;
+}
+
+bool cfg_volume_here(const struct cfg *cfg, const struct cfg_volume *vol)
+{
+	if (vol->n_replicas == 0)
+		return true;
+	for (unsigned i = 0; i < vol->n_replicas; i++)
+		if (!strcmp(vol->replicas[i].node, cfg->node))
+			return true;
+	return false;
+}
+
+int cfg_set_node(struct cfg *cfg, const char *node)
+{
+	if (!cfg_name_valid(node))
+		return -EINVAL;
+	strcpy(cfg->node, node);
+	return 0;
+}

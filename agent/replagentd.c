@@ -1,0 +1,375 @@
+/* replagentd.c: the node daemon.  In static mode it serves the volumes that
+ * its configuration file declares, over NBD, on an epoll loop; main() reads
+ * as the list of steps, with one teardown at the end.  Exit codes are
+ * sysexits(3): 64 usage, 78 configuration, 73 cannot create a volume or
+ * socket, 75 already running. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "evloop.h"
+#include "log.h"
+#include "repl.h"
+#include "util.h"
+
+#define DEFAULT_CONFIG "/etc/replagent/replagent.conf"
+#define STOP_GRACE_MS 10000
+
+struct daemon {
+	const char *config_path;
+	const char *node;
+	bool foreground;
+	bool check_only;
+	bool debug;
+	struct cfg *cfg;
+	struct evloop *loop;
+	struct repl_engine *eng;
+	int pidfd;
+	bool stop;
+	uint64_t stop_deadline;
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: replagentd [-f] [-c FILE] [-n NODE] [-v]\n"
+		"       replagentd -c FILE --check-config\n"
+		"Serve replicated block volumes over NBD.\n\n"
+		"  -c, --config FILE   configuration (default " DEFAULT_CONFIG ")\n"
+		"  -f, --foreground    stay in the foreground, log to stderr\n"
+		"  -n, --node NAME     this node's name (overrides the configuration)\n"
+		"  -v, --verbose       debug logging\n"
+		"      --check-config  parse the configuration and exit\n"
+		"  -h, --help          this text\n"
+		"  -V, --version       print the version\n");
+}
+
+static int parse_args(struct daemon *d, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "node", required_argument, NULL, 'n' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "check-config", no_argument, NULL, 'C' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	d->config_path = DEFAULT_CONFIG;
+	while ((c = getopt_long(argc, argv, "c:fn:vhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': d->config_path = optarg; break;
+		case 'f': d->foreground = true; break;
+		case 'n': d->node = optarg; break;
+		case 'v': d->debug = true; break;
+		case 'C': d->check_only = true; break;
+		case 'h': usage(stdout); exit(EX_OK);
+		case 'V': printf("replagentd %s\n", PACKAGE_VERSION); exit(EX_OK);
+		default: usage(stderr); return EX_USAGE;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "replagentd: unexpected argument \"%s\"\n", argv[optind]);
+		usage(stderr);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+static int load_config(struct daemon *d)
+{
+	char err[512];
+
+	if (cfg_load(d->config_path, &d->cfg, err, sizeof(err)) < 0) {
+		fprintf(stderr, "replagentd: %s\n", err);
+		return EX_CONFIG;
+	}
+	if (d->node && cfg_set_node(d->cfg, d->node) < 0) {
+		fprintf(stderr, "replagentd: invalid node name \"%s\"\n", d->node);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+/* mkdir -p with the given mode for the directories it creates. */
+static int mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, mode) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int mkdir_parent(const char *path, mode_t mode)
+{
+	char buf[4096];
+	char *slash;
+
+	if (strlen(path) >= sizeof(buf))
+		return -ENAMETOOLONG;
+	strcpy(buf, path);
+	slash = strrchr(buf, '/');
+	if (!slash || slash == buf)
+		return 0;
+	*slash = '\0';
+	return mkdir_p(buf, mode);
+}
+
+/* Holds an exclusive lock on the pidfile for the daemon's life. */
+static int pidfile_take(struct daemon *d)
+{
+	const char *path = d->cfg->pidfile;
+	char buf[32];
+	int fd, n;
+
+	if (!path || !*path)
+		return 0;
+	mkdir_parent(path, 0755);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		log_err_errno(errno, "cannot open pidfile %s", path);
+		return EX_CANTCREAT;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		n = (int)read(fd, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		log_err("another replagentd holds %s (pid %s)", path,
+			n > 0 ? strtok(buf, "\n") : "?");
+		close(fd);
+		return EX_TEMPFAIL;
+	}
+	n = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, buf, (size_t)n, 0) != n)
+		log_warn_errno(errno, "cannot write pidfile %s", path);
+	d->pidfd = fd;
+	return 0;
+}
+
+static void pidfile_release(struct daemon *d)
+{
+	if (d->pidfd < 0)
+		return;
+	unlink(d->cfg->pidfile);
+	close(d->pidfd);
+	d->pidfd = -1;
+}
+
+static void on_stop_signal(void *arg, int signo)
+{
+	struct daemon *d = arg;
+
+	if (d->stop) {
+		log_notice("second signal %d: stopping now", signo);
+		d->stop_deadline = 0;
+		return;
+	}
+	log_notice("signal %d: stopping", signo);
+	d->stop = true;
+	d->stop_deadline = now_mono_ms() + STOP_GRACE_MS;
+	repl_engine_stop(d->eng);
+}
+
+static void on_hup(void *arg, int signo)
+{
+	log_notice("SIGHUP: static mode reads its configuration only at start; "
+		   "restart the daemon to apply changes");
+}
+
+static int setup_loop(struct daemon *d)
+{
+	struct repl_loop rl;
+	int r;
+
+	r = evloop_new(&d->loop);
+	if (r == 0) {
+		evloop_as_repl(d->loop, &rl);
+		r = repl_engine_new(&rl, &d->eng);
+	}
+	if (r == 0)
+		r = evloop_signal_add(d->loop, SIGTERM, on_stop_signal, d);
+	if (r == 0)
+		r = evloop_signal_add(d->loop, SIGINT, on_stop_signal, d);
+	if (r == 0)
+		r = evloop_signal_add(d->loop, SIGHUP, on_hup, d);
+	if (r < 0) {
+		log_err_errno(-r, "cannot set up the main loop");
+		return EX_OSERR;
+	}
+	signal(SIGPIPE, SIG_IGN);
+	return 0;
+}
+
+static int add_volumes(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	char meta[4096];
+	unsigned served = 0;
+	int r;
+
+	r = mkdir_p(cfg->state_dir, 0700);
+	if (r < 0) {
+		log_err_errno(-r, "cannot create state directory %s", cfg->state_dir);
+		return EX_CANTCREAT;
+	}
+	for (unsigned i = 0; i < cfg->n_volumes; i++) {
+		const struct cfg_volume *cv = &cfg->volumes[i];
+		struct repl_volume_config vc = {
+			.name = cv->name, .backing = cv->backing, .size = cv->size,
+			.io_threads = cv->io_threads, .meta = cv->meta,
+		};
+		if (!cfg_volume_here(cfg, cv)) {
+			log_info("volume %s has no replica on node %s: not served here",
+				 cv->name, cfg->node);
+			continue;
+		}
+		if (!vc.meta) {
+			snprintf(meta, sizeof(meta), "%s/%s.meta", cfg->state_dir, cv->name);
+			vc.meta = meta;
+		}
+		r = repl_volume_add(d->eng, &vc, NULL);
+		if (r < 0) {
+			log_err_errno(-r, "%s:%d: cannot open volume %s", cfg->path,
+				      cv->line, cv->name);
+			return EX_CANTCREAT;
+		}
+		served++;
+	}
+	log_info("node %s: %u volume(s)", cfg->node, served);
+	return 0;
+}
+
+/* The NBD socket must be reachable by the user QEMU runs as (libvirt's
+ * qemu runs as libvirt-qemu:kvm on Debian): group kvm, mode 0660, in a
+ * world-traversable directory.  Without a kvm group it is 0666. */
+static int listen_nbd(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
+	struct group *kvm = getgrnam("kvm");
+	int r;
+
+	if (cfg->nbd_socket) {
+		mkdir_parent(cfg->nbd_socket, 0755);
+		r = repl_nbd_listen_unix(d->eng, cfg->nbd_socket, kvm ? 0660 : 0666);
+		if (r < 0) {
+			log_err_errno(-r, "cannot listen on %s", cfg->nbd_socket);
+			return EX_CANTCREAT;
+		}
+		if (kvm && chown(cfg->nbd_socket, 0, kvm->gr_gid) < 0)
+			log_warn_errno(errno, "cannot give %s to group kvm", cfg->nbd_socket);
+	}
+	if (cfg->nbd_host) {
+		r = repl_nbd_listen_tcp(d->eng, cfg->nbd_host, cfg->nbd_port);
+		if (r < 0) {
+			log_err_errno(-r, "cannot listen on TCP %s:%s", cfg->nbd_host,
+				      cfg->nbd_port);
+			return EX_CANTCREAT;
+		}
+	}
+	return 0;
+}
+
+static int daemonize(struct daemon *d)
+{
+	if (d->foreground)
+		return 0;
+	if (daemon(0, 0) < 0) {
+		log_err_errno(errno, "cannot become a daemon");
+		return EX_OSERR;
+	}
+	return 0;
+}
+
+static int run(struct daemon *d)
+{
+	int r;
+
+	for (;;) {
+		if (d->stop && (repl_engine_stopped(d->eng) || now_mono_ms() >= d->stop_deadline))
+			break;
+		r = evloop_run_once(d->loop, d->stop ? 100 : -1);
+		if (r < 0) {
+			log_err_errno(-r, "main loop");
+			return EX_OSERR;
+		}
+	}
+	if (!repl_engine_stopped(d->eng))
+		log_warn("clients did not finish within %d ms: closing them", STOP_GRACE_MS);
+	return 0;
+}
+
+static void syslog_sink(int level, const char *msg, void *data)
+{
+	syslog(level, "%s", msg);
+}
+
+int main(int argc, char **argv)
+{
+	struct daemon d = { .pidfd = -1 };
+	int ex;
+
+	rlog_set_ident("replagentd");
+	ex = parse_args(&d, argc, argv);
+	if (!ex)
+		ex = load_config(&d);
+	if (!ex && d.check_only) {
+		printf("%s: configuration OK (%u volume(s))\n", d.config_path, d.cfg->n_volumes);
+		cfg_free(d.cfg);
+		return EX_OK;
+	}
+	if (ex)
+		goto out;
+	rlog_set_level(d.debug ? LOG_DEBUG : d.cfg->log_level);
+	if (!d.foreground) {
+		openlog("replagentd", LOG_PID, LOG_DAEMON);
+		rlog_set_sink(syslog_sink, NULL);
+	}
+	ex = daemonize(&d);
+	if (!ex)
+		ex = pidfile_take(&d);
+	if (!ex)
+		ex = setup_loop(&d);
+	if (!ex)
+		ex = add_volumes(&d);
+	if (!ex)
+		ex = listen_nbd(&d);
+	if (!ex) {
+		log_notice("replagentd %s started (static mode)", PACKAGE_VERSION);
+		ex = run(&d);
+	}
+out:
+	repl_engine_free(d.eng);
+	evloop_free(d.loop);
+	pidfile_release(&d);
+	if (d.cfg && !ex)
+		log_notice("stopped");
+	cfg_free(d.cfg);
+	return ex;
+}

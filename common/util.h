@@ -1,0 +1,45 @@
+/* util.h: small helpers shared by the engine and the agent: size parsing,
+ * whole-buffer I/O, CRC32C, time, byte order.  No global state. */
+#ifndef REPL_COMMON_UTIL_H
+#define REPL_COMMON_UTIL_H
+
+#include <endian.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+#define MAX(a, b) ((a) > (b) ? (a) : (b))
+#define DIV_ROUND_UP(n, d) (((n) + (d) - 1) / (d))
+#define UNUSED __attribute__((unused))
+
+/* "10G", "512M", "4096", "1.5T" is not accepted (integers only).
+ * Returns 0, or -EINVAL for garbage, -ERANGE on overflow. */
+int parse_size(const char *s, uint64_t *out);
+/* Decimal unsigned integer in [min, max]; 0 or -EINVAL / -ERANGE. */
+int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* Formats bytes for humans ("1.5 GiB"); returns buf. */
+const char *format_size(uint64_t bytes, char *buf, size_t len);
+
+/* Whole-buffer positional and stream I/O: 0 or -errno (-EIO on a short
+ * read at end of file, -EPIPE on EOF for full_read). */
+int full_pread(int fd, void *buf, size_t len, off_t off);
+int full_pwrite(int fd, const void *buf, size_t len, off_t off);
+int full_read(int fd, void *buf, size_t len);
+int full_write(int fd, const void *buf, size_t len);
+
+uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
+
+uint64_t now_mono_ns(void);
+uint64_t now_mono_ms(void);
+
+/* Fills buf with random bytes from getrandom(); 0 or -errno. */
+int random_bytes(void *buf, size_t len);
+/* Formats a 16-byte UUID as 36 characters plus NUL. */
+void uuid_format(const uint8_t uuid[16], char out[37]);
+
+int fd_set_nonblock(int fd);
+int fd_set_cloexec(int fd);
+
+#endif

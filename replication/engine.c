@@ -1,0 +1,72 @@
+/* engine.c: the engine object: the loop it was given, its volumes, its NBD
+ * listeners and connections, and the clean stop that drains them.  It is
+ * the only file that calls the loop ops table. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "log.h"
+#include "repl_int.h"
+
+int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg)
+{
+	return eng->loop.ops->fd_add(eng->loop.data, fd, events, fn, arg);
+}
+
+int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events)
+{
+	return eng->loop.ops->fd_mod(eng->loop.data, fd, events);
+}
+
+void repl__fd_del(struct repl_engine *eng, int fd)
+{
+	eng->loop.ops->fd_del(eng->loop.data, fd);
+}
+
+int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
+{
+	struct repl_engine *eng;
+
+	if (!loop || !loop->ops)
+		return -EINVAL;
+	eng = calloc(1, sizeof(*eng));
+	if (!eng)
+		return -ENOMEM;
+	eng->loop = *loop;
+	*out = eng;
+	return 0;
+}
+
+void repl_engine_stop(struct repl_engine *eng)
+{
+	if (eng->stopping)
+		return;
+	eng->stopping = true;
+	log_info("stopping: no new clients, finishing in-flight requests");
+	repl__nbd_listeners_close(eng);
+	repl__nbd_conns_stop(eng);
+}
+
+bool repl_engine_stopped(const struct repl_engine *eng)
+{
+	return eng->stopping && !eng->conns && !eng->listeners;
+}
+
+void repl_engine_free(struct repl_engine *eng)
+{
+	struct repl_volume *vol;
+
+	if (!eng)
+		return;
+	repl__nbd_listeners_close(eng);
+	/* Completions still reference their connections: drain them first. */
+	for (vol = eng->volumes; vol; vol = vol->next)
+		repl__volume_quiesce(vol);
+	repl__nbd_conns_free(eng);
+	while ((vol = eng->volumes)) {
+		eng->volumes = vol->next;
+		repl__volume_free(vol);
+	}
+	free(eng);
+}

@@ -1,0 +1,177 @@
+/* iopool.c: the worker threads of one volume.  The loop thread queues a
+ * struct repl_io; a worker runs it against the volume's fd and puts it on
+ * the done list, then wakes the loop through an eventfd; the loop calls
+ * ->done.  Each volume has its own pool, so a slow disk under one volume
+ * never queues I/O of another.  It knows nothing about NBD or replication.
+ *
+ * Locking: one mutex per pool guards both lists; workers sleep on a
+ * condition variable.  The eventfd is written only when the done list goes
+ * from empty to non-empty, so a burst costs the loop one wake-up. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "repl_int.h"
+#include "util.h"
+
+struct iopool {
+	struct repl_engine *eng;
+	const char *name;
+	int fd;
+	bool blockdev;
+	int efd;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	struct repl_io *queue_head, **queue_tail;
+	struct repl_io *done_head, **done_tail;
+	bool stopping;
+	unsigned nthreads;
+	pthread_t threads[];
+};
+
+static struct repl_io *pop_queue(struct iopool *p)
+{
+	struct repl_io *io = p->queue_head;
+
+	if (io) {
+		p->queue_head = io->next;
+		if (!p->queue_head)
+			p->queue_tail = &p->queue_head;
+		io->next = NULL;
+	}
+	return io;
+}
+
+static void push_done(struct iopool *p, struct repl_io *io)
+{
+	bool wake;
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&p->lock);
+	wake = p->done_head == NULL;
+	*p->done_tail = io;
+	p->done_tail = &io->next;
+	pthread_mutex_unlock(&p->lock);
+	if (wake && write(p->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_err_errno(errno, "[%s] eventfd write", p->name);
+}
+
+static void *worker_main(void *arg)
+{
+	struct iopool *p = arg;
+	struct repl_io *io;
+
+	pthread_mutex_lock(&p->lock);
+	for (;;) {
+		io = pop_queue(p);
+		if (!io) {
+			if (p->stopping)
+				break;
+			pthread_cond_wait(&p->cond, &p->lock);
+			continue;
+		}
+		pthread_mutex_unlock(&p->lock);
+		io->result = repl__store_exec(p->fd, p->blockdev, io);
+		push_done(p, io);
+		pthread_mutex_lock(&p->lock);
+	}
+	pthread_mutex_unlock(&p->lock);
+	return NULL;
+}
+
+/* Loop thread: run ->done of everything the workers finished. */
+static void pool_dispatch(void *arg, int fd, unsigned revents)
+{
+	struct iopool *p = arg;
+	struct repl_io *io, *next;
+	uint64_t n;
+
+	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
+		log_err_errno(errno, "[%s] eventfd read", p->name);
+	pthread_mutex_lock(&p->lock);
+	io = p->done_head;
+	p->done_head = NULL;
+	p->done_tail = &p->done_head;
+	pthread_mutex_unlock(&p->lock);
+	for (; io; io = next) {
+		next = io->next;
+		io->next = NULL;
+		io->done(io);
+	}
+}
+
+int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
+		     bool blockdev, const char *name, struct iopool **out)
+{
+	struct iopool *p;
+	int r;
+
+	p = calloc(1, sizeof(*p) + threads * sizeof(pthread_t));
+	if (!p)
+		return -ENOMEM;
+	p->eng = eng;
+	p->name = name;
+	p->fd = fd;
+	p->blockdev = blockdev;
+	p->queue_tail = &p->queue_head;
+	p->done_tail = &p->done_head;
+	pthread_mutex_init(&p->lock, NULL);
+	pthread_cond_init(&p->cond, NULL);
+	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (p->efd < 0) {
+		r = -errno;
+		goto fail;
+	}
+	r = repl__fd_add(eng, p->efd, POLLIN, pool_dispatch, p);
+	if (r < 0)
+		goto fail;
+	for (p->nthreads = 0; p->nthreads < threads; p->nthreads++) {
+		r = -pthread_create(&p->threads[p->nthreads], NULL, worker_main, p);
+		if (r < 0)
+			goto fail;
+	}
+	*out = p;
+	return 0;
+fail:
+	repl__iopool_free(p);
+	return r;
+}
+
+void repl__iopool_submit(struct iopool *p, struct repl_io *io)
+{
+	io->next = NULL;
+	pthread_mutex_lock(&p->lock);
+	*p->queue_tail = io;
+	p->queue_tail = &io->next;
+	pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+void repl__iopool_free(struct iopool *p)
+{
+	if (!p)
+		return;
+	pthread_mutex_lock(&p->lock);
+	p->stopping = true;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	for (unsigned i = 0; i < p->nthreads; i++)
+		pthread_join(p->threads[i], NULL);
+	if (p->efd >= 0) {
+		/* Completions nobody collected: hand them back now. */
+		repl__fd_del(p->eng, p->efd);
+		pool_dispatch(p, p->efd, POLLIN);
+		close(p->efd);
+	}
+	pthread_mutex_destroy(&p->lock);
+	pthread_cond_destroy(&p->cond);
+	free(p);
+}

@@ -1,0 +1,840 @@
+/* meta.c: the replica metadata file of meta.h: encoding and validation of
+ * the two superblock slots, atomic creation, crash-safe updates, and the
+ * in-memory dirty bitmaps with page-granular flushing.  It is not a policy:
+ * it never decides a role, a disk state or a generation, and it does no I/O
+ * on the backing store.
+ *
+ * Superblock slot, version 1 (little-endian, offsets in bytes):
+ *
+ *   0    8   magic "REPLMETA"       60   4   reserved (0)
+ *   8    4   version (1)            64   8   gen_current
+ *   12   4   slot size (4096)       72   8   gen_bitmap
+ *   16   8   seq                    80   8   gen_history[0]
+ *   24  16   uuid                   88   8   gen_history[1]
+ *   40   8   size                   96   8   bitmap offset (8192)
+ *   48   4   region_shift           104  8   bitmap stride (bytes per peer)
+ *   52   1   role                   112  88  peer slot 0
+ *   53   1   disk_state             200  88  peer slot 1
+ *   54   2   number of peer slots   288      zero up to 4092
+ *   56   4   flags                  4092 4   CRC32C of bytes [0, 4092)
+ *
+ *   peer slot: 0 72 node (NUL terminated, zero padded), 72 1 disk_state,
+ *              73 7 reserved (0), 80 8 bitmap_gen
+ *
+ * magic, version, seq and the CRC keep their places in every version, so
+ * that a newer file is recognised as such rather than as garbage.  The
+ * in-memory bitmaps are kept in their on-disk byte order (little-endian
+ * words) so that a flush writes memory as it is. */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "meta.h"
+#include "util.h"
+
+#define META_MAGIC "REPLMETA"
+#define META_VERSION 1u
+
+enum {
+	OFF_MAGIC = 0, OFF_VERSION = 8, OFF_SLOT_SIZE = 12, OFF_SEQ = 16,
+	OFF_UUID = 24, OFF_SIZE = 40, OFF_SHIFT = 48, OFF_ROLE = 52,
+	OFF_DISK = 53, OFF_NPEERS = 54, OFF_FLAGS = 56, OFF_GEN_CUR = 64,
+	OFF_GEN_BM = 72, OFF_GEN_HIST = 80, OFF_BM_OFF = 96, OFF_BM_STRIDE = 104,
+	OFF_PEERS = 112, PEER_LEN = 88,
+	PEER_NODE = 0, PEER_NODE_LEN = 72, PEER_DISK = 72, PEER_BM_GEN = 80,
+	OFF_CRC = META_SLOT_SIZE - 4,
+};
+
+_Static_assert(OFF_PEERS + META_MAX_PEERS * PEER_LEN <= OFF_CRC, "slot overflow");
+_Static_assert(PEER_NODE_LEN > META_NODE_MAX, "node field too small");
+
+#define WORDS_PER_PAGE (META_BITMAP_PAGE / 8)
+
+/* Per-page bitmap state: a page with set bits must reach the disk before
+ * the writes they cover are acknowledged; cleared bits may wait. */
+enum { PAGE_CLEAN = 0, PAGE_CLEARED, PAGE_SET };
+
+struct meta {
+	int fd;
+	int broken;			/* -EIO after a failed fdatasync */
+	char *path;
+	struct meta_super sb;
+	unsigned cur_slot;		/* slot holding sb */
+	uint64_t regions;
+	uint64_t stride;		/* bitmap bytes per peer */
+	size_t npages;			/* pages per peer bitmap */
+	uint64_t *bm[META_MAX_PEERS];	/* little-endian words */
+	uint8_t *pstate[META_MAX_PEERS];
+	size_t pages_set;		/* pages in PAGE_SET */
+	size_t pages_dirty;		/* pages not PAGE_CLEAN */
+};
+
+const char *meta_disk_state_name(enum meta_disk_state s)
+{
+	switch (s) {
+	case META_DISKLESS: return "Diskless";
+	case META_INCONSISTENT: return "Inconsistent";
+	case META_OUTDATED: return "Outdated";
+	case META_CONSISTENT: return "Consistent";
+	case META_UPTODATE: return "UpToDate";
+	case META_FAILED: return "Failed";
+	}
+	return "Unknown";
+}
+
+/* ---- little-endian field access ----------------------------------- */
+
+static void put16(uint8_t *p, uint16_t v) { v = htole16(v); memcpy(p, &v, 2); }
+static void put32(uint8_t *p, uint32_t v) { v = htole32(v); memcpy(p, &v, 4); }
+static void put64(uint8_t *p, uint64_t v) { v = htole64(v); memcpy(p, &v, 8); }
+static uint16_t get16(const uint8_t *p) { uint16_t v; memcpy(&v, p, 2); return le16toh(v); }
+static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return le32toh(v); }
+static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return le64toh(v); }
+
+/* ---- geometry and validation --------------------------------------- */
+
+static uint64_t regions_of(uint64_t size, uint32_t shift)
+{
+	return (size >> shift) + ((size & ((UINT64_C(1) << shift) - 1)) != 0);
+}
+
+/* Bitmap bytes per peer, page aligned. */
+static uint64_t stride_of(uint64_t regions)
+{
+	uint64_t bytes = DIV_ROUND_UP(regions, 64) * 8;
+
+	return DIV_ROUND_UP(bytes, META_BITMAP_PAGE) * META_BITMAP_PAGE;
+}
+
+static bool node_valid(const char *node, size_t field_len)
+{
+	size_t len = strnlen(node, field_len);
+
+	if (len > META_NODE_MAX)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)node[i] < 0x20 || (unsigned char)node[i] > 0x7e)
+			return false;
+	return true;
+}
+
+/* Checks a superblock's contents; returns NULL or what is wrong with it. */
+static const char *super_invalid(const struct meta_super *sb)
+{
+	if (sb->region_shift < META_REGION_SHIFT_MIN ||
+	    sb->region_shift > META_REGION_SHIFT_MAX)
+		return "region_shift out of range [12, 30]";
+	if (sb->size == 0 || sb->size % 512)
+		return "size is zero or not a multiple of 512";
+	if (regions_of(sb->size, sb->region_shift) >
+	    (uint64_t)META_BITMAP_MAX_BYTES * 8)
+		return "size too large for the region size (bitmap limit)";
+	if (sb->role > META_PRIMARY)
+		return "unknown role";
+	if (sb->disk_state > META_FAILED)
+		return "unknown disk state";
+	if (sb->flags & ~META_F_ALL)
+		return "unknown flags";
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		if (!node_valid(sb->peers[i].node, sizeof(sb->peers[i].node)))
+			return "peer node name not NUL terminated or not printable";
+		if (sb->peers[i].disk_state > META_FAILED)
+			return "unknown peer disk state";
+	}
+	return NULL;
+}
+
+static void slot_encode(const struct meta_super *sb, uint8_t *s)
+{
+	memset(s, 0, META_SLOT_SIZE);
+	memcpy(s + OFF_MAGIC, META_MAGIC, 8);
+	put32(s + OFF_VERSION, META_VERSION);
+	put32(s + OFF_SLOT_SIZE, META_SLOT_SIZE);
+	put64(s + OFF_SEQ, sb->seq);
+	memcpy(s + OFF_UUID, sb->uuid, 16);
+	put64(s + OFF_SIZE, sb->size);
+	put32(s + OFF_SHIFT, sb->region_shift);
+	s[OFF_ROLE] = sb->role;
+	s[OFF_DISK] = sb->disk_state;
+	put16(s + OFF_NPEERS, META_MAX_PEERS);
+	put32(s + OFF_FLAGS, sb->flags);
+	put64(s + OFF_GEN_CUR, sb->gen_current);
+	put64(s + OFF_GEN_BM, sb->gen_bitmap);
+	put64(s + OFF_GEN_HIST, sb->gen_history[0]);
+	put64(s + OFF_GEN_HIST + 8, sb->gen_history[1]);
+	put64(s + OFF_BM_OFF, META_BITMAP_OFFSET);
+	put64(s + OFF_BM_STRIDE, stride_of(regions_of(sb->size, sb->region_shift)));
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		uint8_t *p = s + OFF_PEERS + i * PEER_LEN;
+
+		memcpy(p + PEER_NODE, sb->peers[i].node,
+		       strnlen(sb->peers[i].node, META_NODE_MAX));
+		p[PEER_DISK] = sb->peers[i].disk_state;
+		put64(p + PEER_BM_GEN, sb->peers[i].bitmap_gen);
+	}
+	put32(s + OFF_CRC, crc32c(0, s, OFF_CRC));
+}
+
+/* Decodes and validates one slot: 0, -EUCLEAN (*why says why) or
+ * -EPROTONOSUPPORT (intact, but a version we do not know). */
+static int slot_decode(const uint8_t *s, struct meta_super *sb, const char **why)
+{
+	if (memcmp(s + OFF_MAGIC, META_MAGIC, 8)) {
+		*why = "bad magic";
+		return -EUCLEAN;
+	}
+	if (get32(s + OFF_CRC) != crc32c(0, s, OFF_CRC)) {
+		*why = "bad checksum";
+		return -EUCLEAN;
+	}
+	if (get32(s + OFF_VERSION) != META_VERSION) {
+		*why = "unsupported format version";
+		return -EPROTONOSUPPORT;
+	}
+	if (get32(s + OFF_SLOT_SIZE) != META_SLOT_SIZE ||
+	    get16(s + OFF_NPEERS) != META_MAX_PEERS) {
+		*why = "unexpected slot size or number of peer slots";
+		return -EUCLEAN;
+	}
+	memset(sb, 0, sizeof(*sb));
+	sb->seq = get64(s + OFF_SEQ);
+	memcpy(sb->uuid, s + OFF_UUID, 16);
+	sb->size = get64(s + OFF_SIZE);
+	sb->region_shift = get32(s + OFF_SHIFT);
+	sb->role = s[OFF_ROLE];
+	sb->disk_state = s[OFF_DISK];
+	sb->flags = get32(s + OFF_FLAGS);
+	sb->gen_current = get64(s + OFF_GEN_CUR);
+	sb->gen_bitmap = get64(s + OFF_GEN_BM);
+	sb->gen_history[0] = get64(s + OFF_GEN_HIST);
+	sb->gen_history[1] = get64(s + OFF_GEN_HIST + 8);
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		const uint8_t *p = s + OFF_PEERS + i * PEER_LEN;
+		const char *node = (const char *)p + PEER_NODE;
+		size_t len = strnlen(node, PEER_NODE_LEN);
+
+		if (len > META_NODE_MAX) {
+			*why = "peer node name not NUL terminated";
+			return -EUCLEAN;
+		}
+		for (size_t k = len; k < PEER_NODE_LEN; k++)
+			if (p[PEER_NODE + k]) {
+				*why = "garbage after a peer node name";
+				return -EUCLEAN;
+			}
+		memcpy(sb->peers[i].node, node, len);
+		sb->peers[i].disk_state = p[PEER_DISK];
+		sb->peers[i].bitmap_gen = get64(p + PEER_BM_GEN);
+	}
+	*why = super_invalid(sb);
+	if (*why)
+		return -EUCLEAN;
+	if (get64(s + OFF_BM_OFF) != META_BITMAP_OFFSET ||
+	    get64(s + OFF_BM_STRIDE) != stride_of(regions_of(sb->size, sb->region_shift))) {
+		*why = "bitmap placement disagrees with size and region_shift";
+		return -EUCLEAN;
+	}
+	return 0;
+}
+
+/* ---- struct meta life cycle ------------------------------------------ */
+
+static void meta_free(struct meta *m)
+{
+	if (!m)
+		return;
+	if (m->fd >= 0)
+		close(m->fd);
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		free(m->bm[i]);
+		free(m->pstate[i]);
+	}
+	free(m->path);
+	free(m);
+}
+
+/* Allocates a struct meta for sb's geometry with clear bitmaps; takes fd. */
+static int meta_alloc(const char *path, int fd, const struct meta_super *sb,
+		      struct meta **out)
+{
+	struct meta *m = calloc(1, sizeof(*m));
+
+	if (!m) {
+		close(fd);
+		return -ENOMEM;
+	}
+	m->fd = fd;
+	m->sb = *sb;
+	m->regions = regions_of(sb->size, sb->region_shift);
+	m->stride = stride_of(m->regions);
+	m->npages = m->stride / META_BITMAP_PAGE;
+	m->path = strdup(path);
+	if (!m->path)
+		goto nomem;
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		m->bm[i] = calloc(1, m->stride);
+		m->pstate[i] = calloc(m->npages, 1);
+		if (!m->bm[i] || !m->pstate[i])
+			goto nomem;
+	}
+	*out = m;
+	return 0;
+nomem:
+	meta_free(m);
+	return -ENOMEM;
+}
+
+static uint64_t file_size_for(const struct meta_super *sb)
+{
+	return META_BITMAP_OFFSET +
+	       META_MAX_PEERS * stride_of(regions_of(sb->size, sb->region_shift));
+}
+
+static uint64_t file_size_of(const struct meta *m)
+{
+	return META_BITMAP_OFFSET + META_MAX_PEERS * m->stride;
+}
+
+static int lock_fd(const char *path, int fd)
+{
+	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+		return 0;
+	if (errno == EWOULDBLOCK) {
+		log_err("meta %s: in use (locked by another opener)", path);
+		return -EBUSY;
+	}
+	log_err_errno(errno, "meta %s: flock", path);
+	return -errno;
+}
+
+static int sync_fd(struct meta *m, const char *what)
+{
+	if (fdatasync(m->fd) == 0)
+		return 0;
+	log_err_errno(errno, "meta %s: fdatasync after %s; refusing further writes",
+		      m->path, what);
+	m->broken = -EIO;
+	return -EIO;
+}
+
+/* ---- create ------------------------------------------------------------ */
+
+static int fsync_dir_of(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fsync(fd) < 0)
+		err = -errno;
+	if (err)
+		log_err_errno(-err, "meta %s: fsync of its directory", path);
+	if (fd >= 0)
+		close(fd);
+	free(copy);
+	return err;
+}
+
+/* Moves tmp to path unless path exists (-EEXIST). */
+static int rename_noreplace(const char *tmp, const char *path)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
+		return -errno;
+	/* File system without RENAME_NOREPLACE: link() never replaces. */
+	if (link(tmp, path) < 0)
+		return -errno;
+	unlink(tmp);
+	return 0;
+}
+
+/* Writes both slots (slot 0 current with seq 1, slot 1 a copy with seq 0),
+ * sizes the file with zero bitmaps and makes it durable. */
+static int write_new_file(struct meta *m)
+{
+	uint8_t *buf = calloc(2, META_SLOT_SIZE);
+	struct meta_super copy = m->sb;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	slot_encode(&m->sb, buf);
+	copy.seq = 0;
+	slot_encode(&copy, buf + META_SLOT_SIZE);
+	err = full_pwrite(m->fd, buf, 2 * META_SLOT_SIZE, 0);
+	free(buf);
+	if (err)
+		return err;
+	/* Allocated, not sparse: a bitmap flush must not meet ENOSPC later. */
+	err = posix_fallocate(m->fd, 0, (off_t)file_size_of(m));
+	if (err == EOPNOTSUPP || err == EINVAL)
+		err = ftruncate(m->fd, (off_t)file_size_of(m)) < 0 ? errno : 0;
+	if (err)
+		return -err;
+	if (fsync(m->fd) < 0)
+		return -errno;
+	return 0;
+}
+
+int meta_create(const char *path, const struct meta_super *init, struct meta **out)
+{
+	struct meta_super sb = *init;
+	struct meta *m = NULL;
+	const char *why = super_invalid(init);
+	char *tmp;
+	int fd, err;
+
+	*out = NULL;
+	if (why) {
+		log_err("meta %s: cannot create: %s", path, why);
+		return -EINVAL;
+	}
+	if (access(path, F_OK) == 0) {
+		log_err("meta %s: already exists; not overwriting", path);
+		return -EEXIST;
+	}
+	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
+		return -ENOMEM;
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		log_err_errno(-err, "meta %s: creating a temporary file", path);
+		free(tmp);
+		return err;
+	}
+	sb.seq = 1;
+	err = meta_alloc(path, fd, &sb, &m);
+	if (!err)
+		err = lock_fd(tmp, fd);
+	if (!err) {
+		err = write_new_file(m);
+		if (err)
+			log_err_errno(-err, "meta %s: writing %s", path, tmp);
+	}
+	if (!err) {
+		err = rename_noreplace(tmp, path);
+		if (err == -EEXIST)
+			log_err("meta %s: already exists; not overwriting", path);
+		else if (err)
+			log_err_errno(-err, "meta %s: renaming %s", path, tmp);
+	}
+	if (err) {
+		unlink(tmp);
+		goto fail;
+	}
+	err = fsync_dir_of(path);
+	if (err) {
+		unlink(path);
+		goto fail;
+	}
+	free(tmp);
+	*out = m;
+	return 0;
+fail:
+	meta_free(m);
+	free(tmp);
+	return err;
+}
+
+/* ---- open ---------------------------------------------------------------- */
+
+/* Picks the valid slot with the highest seq out of the first 8 KiB. */
+static int pick_slot(const char *path, const uint8_t *buf, struct meta_super *sb,
+		     unsigned *slot)
+{
+	struct meta_super cand[2];
+	int rc[2];
+
+	for (unsigned i = 0; i < 2; i++) {
+		const char *why = NULL;
+
+		rc[i] = slot_decode(buf + i * META_SLOT_SIZE, &cand[i], &why);
+		if (rc[i] == -EPROTONOSUPPORT) {
+			log_err("meta %s: slot %u has format version %" PRIu32
+				", this build knows %u", path, i,
+				get32(buf + i * META_SLOT_SIZE + OFF_VERSION), META_VERSION);
+			return -EPROTONOSUPPORT;
+		}
+		if (rc[i])
+			log_warn("meta %s: superblock slot %u invalid (%s); ignoring it",
+				 path, i, why);
+	}
+	if (rc[0] && rc[1]) {
+		log_err("meta %s: neither superblock slot is valid: not replagent "
+			"metadata, or corrupted; refusing to use or reinitialise it",
+			path);
+		return -EUCLEAN;
+	}
+	*slot = rc[0] ? 1 : rc[1] ? 0 : cand[1].seq > cand[0].seq;
+	*sb = cand[*slot];
+	return 0;
+}
+
+/* Reads the bitmaps; zeroes (and reports) bits past the last region. */
+static int load_bitmaps(struct meta *m)
+{
+	uint64_t tail = m->regions % 64;
+	size_t last = (size_t)DIV_ROUND_UP(m->regions, 64) - 1;
+	size_t nwords = (size_t)(m->stride / 8);
+
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		uint64_t *bm = m->bm[i];
+		bool junk = false;
+		int err = full_pread(m->fd, bm, (size_t)m->stride,
+				     (off_t)(META_BITMAP_OFFSET + i * m->stride));
+
+		if (err) {
+			log_err_errno(-err, "meta %s: reading bitmap %u", m->path, i);
+			return err;
+		}
+		if (tail && (le64toh(bm[last]) >> tail)) {
+			bm[last] = htole64(le64toh(bm[last]) & ((UINT64_C(1) << tail) - 1));
+			junk = true;
+		}
+		for (size_t w = last + 1; w < nwords; w++) {
+			junk |= bm[w] != 0;
+			bm[w] = 0;
+		}
+		if (junk)
+			log_warn("meta %s: bitmap %u had bits past the end of the "
+				 "volume; ignored", m->path, i);
+	}
+	return 0;
+}
+
+int meta_open(const char *path, struct meta **out)
+{
+	uint8_t *buf = calloc(2, META_SLOT_SIZE);
+	struct meta_super sb;
+	struct meta *m = NULL;
+	struct stat st;
+	unsigned slot;
+	int fd, err;
+
+	*out = NULL;
+	if (!buf)
+		return -ENOMEM;
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		err = -errno;
+		log_err_errno(-err, "meta %s: open", path);
+		free(buf);
+		return err;
+	}
+	err = lock_fd(path, fd);
+	if (!err && fstat(fd, &st) < 0) {
+		err = -errno;
+		log_err_errno(-err, "meta %s: fstat", path);
+	}
+	if (!err && !S_ISREG(st.st_mode)) {
+		log_err("meta %s: not a regular file", path);
+		err = -EINVAL;
+	}
+	if (!err)
+		err = full_pread(fd, buf, (size_t)MIN((uint64_t)st.st_size,
+						      2 * META_SLOT_SIZE), 0);
+	if (!err)
+		err = pick_slot(path, buf, &sb, &slot);
+	free(buf);
+	if (!err && (uint64_t)st.st_size != file_size_for(&sb)) {
+		log_err("meta %s: file is %jd bytes, its superblock needs %" PRIu64
+			" (truncated or damaged)", path, (intmax_t)st.st_size,
+			file_size_for(&sb));
+		err = -EUCLEAN;
+	}
+	if (err) {
+		close(fd);
+		return err;
+	}
+	err = meta_alloc(path, fd, &sb, &m);
+	if (err)
+		return err;
+	m->cur_slot = slot;
+	err = load_bitmaps(m);
+	if (err) {
+		meta_free(m);
+		return err;
+	}
+	*out = m;
+	return 0;
+}
+
+/* ---- superblock updates ------------------------------------------------ */
+
+const struct meta_super *meta_get(const struct meta *m)
+{
+	return &m->sb;
+}
+
+int meta_update(struct meta *m, const struct meta_super *sb)
+{
+	struct meta_super next = *sb;
+	unsigned slot = 1 - m->cur_slot;
+	const char *why = super_invalid(sb);
+	uint8_t *buf;
+	int err;
+
+	if (m->broken)
+		return m->broken;
+	if (!why && (sb->size != m->sb.size || sb->region_shift != m->sb.region_shift))
+		why = "size and region_shift cannot change";
+	if (why) {
+		log_err("meta %s: update refused: %s", m->path, why);
+		return -EINVAL;
+	}
+	buf = malloc(META_SLOT_SIZE);
+	if (!buf)
+		return -ENOMEM;
+	next.seq = m->sb.seq + 1;
+	slot_encode(&next, buf);
+	err = full_pwrite(m->fd, buf, META_SLOT_SIZE, (off_t)slot * META_SLOT_SIZE);
+	free(buf);
+	if (err) {
+		log_err_errno(-err, "meta %s: writing superblock slot %u", m->path, slot);
+		return err;
+	}
+	err = sync_fd(m, "a superblock update");
+	if (err)
+		return err;
+	m->sb = next;
+	m->cur_slot = slot;
+	return 0;
+}
+
+/* ---- bitmaps --------------------------------------------------------------- */
+
+uint64_t meta_regions(const struct meta *m)
+{
+	return m->regions;
+}
+
+static void mark_page(struct meta *m, unsigned peer, size_t word, uint8_t state)
+{
+	uint8_t *ps = &m->pstate[peer][word / WORDS_PER_PAGE];
+
+	if (*ps >= state)
+		return;
+	if (*ps == PAGE_CLEAN)
+		m->pages_dirty++;
+	if (state == PAGE_SET)
+		m->pages_set++;
+	*ps = state;
+}
+
+/* Sets or clears regions [first, end); returns how many bits changed. */
+static uint64_t bits_change(struct meta *m, unsigned peer, uint64_t first,
+			    uint64_t end, bool set)
+{
+	uint64_t *bm = m->bm[peer];
+	uint64_t changed = 0;
+
+	while (first < end) {
+		size_t w = (size_t)(first / 64);
+		unsigned lo = first % 64;
+		uint64_t n = MIN(end - first, 64 - lo);
+		uint64_t mask = (n == 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1) << lo;
+		uint64_t old = le64toh(bm[w]);
+		uint64_t val = set ? old | mask : old & ~mask;
+
+		if (val != old) {
+			changed += (uint64_t)__builtin_popcountll(val ^ old);
+			bm[w] = htole64(val);
+			mark_page(m, peer, w, set ? PAGE_SET : PAGE_CLEARED);
+		}
+		first += n;
+	}
+	return changed;
+}
+
+/* End of [offset, offset + len) clamped to the volume, without overflow. */
+static uint64_t range_end(const struct meta *m, uint64_t offset, uint64_t len)
+{
+	if (len > m->sb.size - offset)
+		return m->sb.size;
+	return offset + len;
+}
+
+bool meta_bit_test(const struct meta *m, unsigned peer, uint64_t region)
+{
+	if (peer >= META_MAX_PEERS || region >= m->regions)
+		return false;
+	return (le64toh(m->bm[peer][region / 64]) >> (region % 64)) & 1;
+}
+
+uint64_t meta_bits_set_range(struct meta *m, unsigned peer, uint64_t offset,
+			     uint64_t len)
+{
+	uint64_t end;
+
+	if (peer >= META_MAX_PEERS || len == 0 || offset >= m->sb.size)
+		return 0;
+	end = range_end(m, offset, len);
+	return bits_change(m, peer, offset >> m->sb.region_shift,
+			   ((end - 1) >> m->sb.region_shift) + 1, true);
+}
+
+uint64_t meta_bits_clear_range(struct meta *m, unsigned peer, uint64_t offset,
+			       uint64_t len)
+{
+	uint64_t rsize = UINT64_C(1) << m->sb.region_shift;
+	uint64_t first, last, end;
+
+	if (peer >= META_MAX_PEERS || len == 0 || offset >= m->sb.size)
+		return 0;
+	end = range_end(m, offset, len);
+	first = regions_of(offset, m->sb.region_shift);
+	last = end == m->sb.size ? m->regions : end / rsize;
+	return first < last ? bits_change(m, peer, first, last, false) : 0;
+}
+
+void meta_bits_set_all(struct meta *m, unsigned peer)
+{
+	if (peer < META_MAX_PEERS)
+		bits_change(m, peer, 0, m->regions, true);
+}
+
+uint64_t meta_bits_count(const struct meta *m, unsigned peer)
+{
+	size_t nwords = (size_t)DIV_ROUND_UP(m->regions, 64);
+	uint64_t n = 0;
+
+	if (peer >= META_MAX_PEERS)
+		return 0;
+	for (size_t w = 0; w < nwords; w++)
+		n += (uint64_t)__builtin_popcountll(le64toh(m->bm[peer][w]));
+	return n;
+}
+
+uint64_t meta_bit_next(const struct meta *m, unsigned peer, uint64_t from)
+{
+	size_t nwords = (size_t)DIV_ROUND_UP(m->regions, 64);
+	size_t w;
+	uint64_t word;
+
+	if (peer >= META_MAX_PEERS || from >= m->regions)
+		return m->regions;
+	w = (size_t)(from / 64);
+	word = le64toh(m->bm[peer][w]) & (~UINT64_C(0) << (from % 64));
+	for (;;) {
+		if (word) {
+			uint64_t r = (uint64_t)w * 64 + (uint64_t)__builtin_ctzll(word);
+			return MIN(r, m->regions);
+		}
+		if (++w >= nwords)
+			return m->regions;
+		word = le64toh(m->bm[peer][w]);
+	}
+}
+
+bool meta_bitmap_needs_flush(const struct meta *m)
+{
+	return m->pages_set != 0;
+}
+
+/* Writes one peer's dirty pages, a run of consecutive pages at a time. */
+static int flush_peer(struct meta *m, unsigned peer)
+{
+	const uint8_t *ps = m->pstate[peer];
+	const char *bm = (const char *)m->bm[peer];
+	size_t p = 0;
+
+	while (p < m->npages) {
+		size_t q;
+		int err;
+
+		if (ps[p] == PAGE_CLEAN) {
+			p++;
+			continue;
+		}
+		for (q = p + 1; q < m->npages && ps[q] != PAGE_CLEAN; q++)
+			;
+		err = full_pwrite(m->fd, bm + p * META_BITMAP_PAGE,
+				  (q - p) * META_BITMAP_PAGE,
+				  (off_t)(META_BITMAP_OFFSET + peer * m->stride +
+					  p * META_BITMAP_PAGE));
+		if (err) {
+			log_err_errno(-err, "meta %s: writing bitmap %u", m->path, peer);
+			return err;
+		}
+		p = q;
+	}
+	return 0;
+}
+
+int meta_bitmap_flush(struct meta *m)
+{
+	int err;
+
+	if (m->broken)
+		return m->broken;
+	if (!m->pages_dirty)
+		return 0;
+	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+		err = flush_peer(m, i);
+		if (err)
+			return err;
+	}
+	err = sync_fd(m, "a bitmap flush");
+	if (err)
+		return err;
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		memset(m->pstate[i], PAGE_CLEAN, m->npages);
+	m->pages_set = 0;
+	m->pages_dirty = 0;
+	return 0;
+}
+
+void meta_close(struct meta *m)
+{
+	if (!m)
+		return;
+	if (m->pages_dirty && !m->broken)
+		meta_bitmap_flush(m);
+	meta_free(m);
+}
+
+/* ---- identifiers --------------------------------------------------------- */
+
+int meta_generate_uuid(uint8_t uuid[16])
+{
+	int err = random_bytes(uuid, 16);
+
+	if (err)
+		return err;
+	uuid[6] = (uuid[6] & 0x0f) | 0x40;
+	uuid[8] = (uuid[8] & 0x3f) | 0x80;
+	return 0;
+}
+
+uint64_t meta_new_gen(void)
+{
+	static uint64_t fallback;
+	uint64_t g = 0;
+
+	while (g == 0) {
+		if (random_bytes(&g, sizeof(g)) == 0)
+			continue;
+		/* getrandom() failing is next to impossible; splitmix64 over
+		 * the clock keeps us going without blocking. */
+		g = (fallback += now_mono_ns() + UINT64_C(0x9e3779b97f4a7c15));
+		g = (g ^ (g >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
+		g = (g ^ (g >> 27)) * UINT64_C(0x94d049bb133111eb);
+		g ^= g >> 31;
+	}
+	return g;
+}

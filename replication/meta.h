@@ -1,0 +1,147 @@
+/* meta.h: the on-disk metadata of one replica of a volume, kept in its own
+ * file beside (not inside) the backing store: identity, size, role, disk
+ * state, DRBD-style generation identifiers, what we know of each peer, and
+ * one dirty bitmap per peer slot.  Updates are crash safe: a crash at any
+ * moment leaves the file readable with the previous or the new superblock.
+ * This is not a replication protocol, nor a policy: meta.c records what the
+ * caller decides and never interprets roles, states, flags or generations.
+ *
+ * File layout (all integers little-endian, format version 1):
+ *
+ *   0      superblock slot 0 (META_SLOT_SIZE bytes)
+ *   4096   superblock slot 1
+ *   8192   dirty bitmap of peer slot 0, bitmap_stride bytes
+ *   8192 + bitmap_stride       dirty bitmap of peer slot 1
+ *   end    = 8192 + META_MAX_PEERS * bitmap_stride (the exact file size)
+ *
+ * bitmap_stride is DIV_ROUND_UP(regions, 64) * 8 rounded up to 4096, with
+ * regions = DIV_ROUND_UP(size, 1 << region_shift).  Bit b of the 64-bit
+ * little-endian word w covers region 64 * w + b; bits past the last region
+ * are zero.  Each slot holds magic "REPLMETA", version, seq and a CRC32C in
+ * its last 4 bytes over the rest of the slot; see meta.c for every field.
+ * An update writes the slot not holding the current superblock with seq + 1
+ * and fdatasyncs; open takes the valid slot with the highest seq.  The file
+ * size never changes after creation.
+ *
+ * Thread safety: none inside.  A struct meta is used by one thread at a
+ * time; the caller serialises every call on it (including the const ones
+ * against the mutating ones).  Different struct metas are independent.
+ *
+ * Errors: functions return 0 or -errno and log what went wrong.  -EUCLEAN
+ * means the file is not (or no longer) valid metadata; it is never silently
+ * reinitialised.  After an fdatasync failure the struct meta refuses further
+ * writes with -EIO (the kernel may have dropped the dirty pages): close it
+ * and treat the replica's disk as failed. */
+#ifndef REPL_META_H
+#define REPL_META_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define META_MAX_PEERS 2
+#define META_NODE_MAX 64		/* node name length, without the NUL */
+
+#define META_SLOT_SIZE 4096u
+#define META_BITMAP_OFFSET (2 * META_SLOT_SIZE)
+#define META_BITMAP_PAGE 4096u		/* flush granularity */
+#define META_REGION_SHIFT_MIN 12
+#define META_REGION_SHIFT_MAX 30
+#define META_REGION_SHIFT_DEFAULT 16	/* 64 KiB per bit */
+/* Largest bitmap per peer: 2^31 regions (128 TiB at 64 KiB regions). */
+#define META_BITMAP_MAX_BYTES (256u << 20)
+
+enum meta_disk_state {
+	META_DISKLESS = 0,
+	META_INCONSISTENT,
+	META_OUTDATED,
+	META_CONSISTENT,
+	META_UPTODATE,
+	META_FAILED,
+};
+
+/* DRBD spelling: "Diskless", "Inconsistent", "Outdated", "Consistent",
+ * "UpToDate", "Failed"; "Unknown" for anything else. */
+const char *meta_disk_state_name(enum meta_disk_state s);
+
+enum meta_role { META_SECONDARY = 0, META_PRIMARY = 1 };
+
+/* Superblock flags (meta.c stores them, the caller gives them meaning). */
+#define META_F_CLEAN		(1u << 0) /* shut down cleanly */
+#define META_F_PRIMARY_CRASHED	(1u << 1) /* was primary and did not demote cleanly */
+#define META_F_FULL_SYNC	(1u << 2) /* bitmaps untrusted: full resync needed */
+#define META_F_ALL		(META_F_CLEAN | META_F_PRIMARY_CRASHED | META_F_FULL_SYNC)
+
+struct meta_peer {
+	char node[META_NODE_MAX + 1];	/* "" = unused slot; printable ASCII */
+	uint8_t disk_state;		/* what we last knew of the peer's disk */
+	uint64_t bitmap_gen;		/* gen_current when its bitmap started */
+};
+
+struct meta_super {
+	uint8_t uuid[16];
+	uint64_t size;			/* bytes, > 0, multiple of 512 */
+	uint32_t region_shift;		/* 1 bit per (1 << region_shift) bytes */
+	uint8_t role;			/* enum meta_role */
+	uint8_t disk_state;		/* enum meta_disk_state */
+	uint32_t flags;			/* META_F_* */
+	uint64_t gen_current, gen_bitmap, gen_history[2];
+	struct meta_peer peers[META_MAX_PEERS];
+	uint64_t seq;			/* maintained by meta.c; ignored on input */
+};
+
+struct meta;
+
+/* Creates the file atomically (temp file in the same directory, fsync,
+ * rename without replacing, fsync of the directory), mode 0600, and opens
+ * it.  -EEXIST if path exists, -EINVAL for an invalid *init.  Bitmaps start
+ * all clear; seq starts at 1. */
+int meta_create(const char *path, const struct meta_super *init, struct meta **out);
+/* Opens and validates an existing file, taking an exclusive flock(): -EBUSY
+ * if another struct meta (in any process) has it open, -EUCLEAN if it is
+ * not valid metadata (neither slot valid, or wrong size for its geometry),
+ * -EPROTONOSUPPORT for a format version this build does not know. */
+int meta_open(const char *path, struct meta **out);
+/* Writes pending bitmap pages (best effort, errors logged), closes, frees.
+ * Call meta_bitmap_flush() first to learn whether that worked.  NULL ok. */
+void meta_close(struct meta *m);
+/* The current superblock; valid until the next meta_update or meta_close. */
+const struct meta_super *meta_get(const struct meta *m);
+/* Makes *sb the current superblock, durably (fdatasync) before returning;
+ * sb->seq is ignored and meta_get() then shows the new seq.  size and
+ * region_shift cannot change (-EINVAL); on error meta_get() is unchanged. */
+int meta_update(struct meta *m, const struct meta_super *sb);
+
+/* ---- dirty bitmaps, one per peer slot ---------------------------------
+ * A peer index >= META_MAX_PEERS is a caller bug: tests return false and
+ * the others do nothing and return 0. */
+
+uint64_t meta_regions(const struct meta *m);
+bool meta_bit_test(const struct meta *m, unsigned peer, uint64_t region);
+/* Marks every region overlapping [offset, offset + len) dirty in memory
+ * (clamped to the volume size); returns how many bits went 0 -> 1.  Their
+ * pages then need a flush (meta_bitmap_needs_flush()). */
+uint64_t meta_bits_set_range(struct meta *m, unsigned peer, uint64_t offset,
+			     uint64_t len);
+/* Clears only the regions lying entirely inside [offset, offset + len); the
+ * last, partial region counts as entirely inside when the range reaches the
+ * end of the volume.  Returns bits cleared.  Cleared bits are written lazily
+ * (by the next flush) and do not make meta_bitmap_needs_flush() true. */
+uint64_t meta_bits_clear_range(struct meta *m, unsigned peer, uint64_t offset,
+			       uint64_t len);
+void meta_bits_set_all(struct meta *m, unsigned peer);
+uint64_t meta_bits_count(const struct meta *m, unsigned peer);
+/* Next set bit >= from, or meta_regions() if none. */
+uint64_t meta_bit_next(const struct meta *m, unsigned peer, uint64_t from);
+/* True if bits were set since the last successful flush. */
+bool meta_bitmap_needs_flush(const struct meta *m);
+/* Writes every changed bitmap page and fdatasyncs: once it returns 0, the
+ * bitmaps as they were at the call survive a crash.  Nothing to write -> 0
+ * without I/O. */
+int meta_bitmap_flush(struct meta *m);
+
+/* Random version 4 UUID; 0 or -errno. */
+int meta_generate_uuid(uint8_t uuid[16]);
+/* Random non-zero 64-bit generation identifier. */
+uint64_t meta_new_gen(void);
+
+#endif

@@ -1,0 +1,834 @@
+/* nbd_conn.c: one NBD client connection, from the fixed newstyle handshake
+ * through the transmission phase, on the loop thread.  Requests are read
+ * without blocking, checked (nbd_validate.c), started on the volume, and
+ * answered in the order they finish (out of order is allowed by the
+ * protocol), with structured replies when the client asked for them.
+ *
+ * Lifetime: a connection is freed only by conn_maybe_close(), on the loop
+ * thread, once nothing references it: no request in flight, nothing left to
+ * send (or the peer is gone), and no event handler running for it (busy).
+ * A request's ->done may run inside conn_read() (a read from the page
+ * cache), which is why the busy guard exists. */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "nbd-protocol.h"
+#include "repl_int.h"
+#include "util.h"
+
+#define IN_CAP		(NBD_MAX_OPTION_LEN + 64 * 1024)
+#define MAX_INFLIGHT	512
+#define MAX_INFLIGHT_BYTES (128u * 1024 * 1024)
+#define MAX_IOV		64
+
+enum conn_state { CS_CLIENT_FLAGS, CS_OPTIONS, CS_TRANSMISSION };
+
+struct outmsg {
+	struct outmsg *next;
+	struct iovec iov[2];
+	unsigned niov;
+	void (*free)(struct outmsg *m);
+};
+
+struct nbd_req {
+	struct repl_io io;		/* first: container_of by cast */
+	struct outmsg out;
+	struct nbd_conn *conn;
+	uint64_t cookie;
+	uint16_t type;
+	uint8_t hdr[32];
+};
+
+struct nbd_conn {
+	struct repl_engine *eng;
+	struct nbd_conn *next, *prev;
+	int fd;
+	enum conn_state state;
+	unsigned events;
+	uint8_t *in;
+	size_t in_start, in_end;
+	struct repl_volume *vol;
+	bool structured;
+	bool no_zeroes;
+	struct nbd_req *rx;		/* write whose payload is arriving */
+	size_t rx_have;
+	uint64_t discard_left;		/* payload of a refused write */
+	struct outmsg *out_head, **out_tail;
+	unsigned inflight;
+	size_t inflight_bytes;
+	unsigned busy;
+	bool registered;		/* fd is in the loop */
+	bool read_closed;		/* EOF, DISC, ABORT or stopping */
+	bool dead;			/* socket unusable: send nothing more */
+};
+
+static void conn_update(struct nbd_conn *c);
+static void conn_maybe_close(struct nbd_conn *c);
+static void conn_read(struct nbd_conn *c);
+static bool may_read(const struct nbd_conn *c);
+
+/* ---- output ---------------------------------------------------------- */
+
+static void out_push(struct nbd_conn *c, struct outmsg *m)
+{
+	m->next = NULL;
+	*c->out_tail = m;
+	c->out_tail = &m->next;
+}
+
+static void out_pop(struct nbd_conn *c)
+{
+	struct outmsg *m = c->out_head;
+
+	c->out_head = m->next;
+	if (!c->out_head)
+		c->out_tail = &c->out_head;
+	m->free(m);
+}
+
+/* Sends what the socket takes now; the rest waits for POLLOUT. */
+static void conn_flush(struct nbd_conn *c)
+{
+	struct iovec iov[MAX_IOV];
+	struct msghdr msg = { .msg_iov = iov };
+	ssize_t n;
+
+	while (c->out_head && !c->dead) {
+		size_t cnt = 0;
+		for (struct outmsg *m = c->out_head; m && cnt + 2 <= MAX_IOV; m = m->next)
+			for (unsigned i = 0; i < m->niov; i++)
+				iov[cnt++] = m->iov[i];
+		msg.msg_iovlen = cnt;
+		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != EAGAIN)
+				c->dead = true;
+			return;
+		}
+		while (c->out_head && n > 0) {
+			struct outmsg *m = c->out_head;
+			for (unsigned i = 0; i < m->niov && n > 0; i++) {
+				size_t take = MIN((size_t)n, m->iov[i].iov_len);
+				m->iov[i].iov_base = (char *)m->iov[i].iov_base + take;
+				m->iov[i].iov_len -= take;
+				n -= (ssize_t)take;
+			}
+			if (m->iov[m->niov - 1].iov_len != 0)
+				break;
+			out_pop(c);
+		}
+	}
+}
+
+static void outmsg_free_plain(struct outmsg *m) { free(m); }
+
+/* A handshake-phase message: copied, freed once sent. */
+static int send_bytes(struct nbd_conn *c, const void *a, size_t alen,
+		      const void *b, size_t blen)
+{
+	struct outmsg *m = malloc(sizeof(*m) + alen + blen);
+
+	if (!m)
+		return -ENOMEM;
+	memcpy(m + 1, a, alen);
+	if (blen)
+		memcpy((char *)(m + 1) + alen, b, blen);
+	m->iov[0] = (struct iovec){ m + 1, alen + blen };
+	m->niov = 1;
+	m->free = outmsg_free_plain;
+	out_push(c, m);
+	return 0;
+}
+
+static int opt_reply(struct nbd_conn *c, uint32_t opt, uint32_t reply,
+		     const void *data, uint32_t len)
+{
+	struct nbd_option_reply r = {
+		.magic = htobe64(NBD_REP_MAGIC),
+		.option = htobe32(opt),
+		.reply = htobe32(reply),
+		.length = htobe32(len),
+	};
+	return send_bytes(c, &r, sizeof(r), data, len);
+}
+
+static int opt_error(struct nbd_conn *c, uint32_t opt, uint32_t reply, const char *msg)
+{
+	return opt_reply(c, opt, reply, msg, (uint32_t)strlen(msg));
+}
+
+/* ---- requests ---------------------------------------------------------- */
+
+static uint32_t errno_to_nbd(int err)
+{
+	switch (err) {
+	case 0: return 0;
+	case EPERM: case EACCES: case EROFS: return NBD_EPERM;
+	case ENOMEM: return NBD_ENOMEM;
+	case EINVAL: return NBD_EINVAL;
+	case ENOSPC: case EDQUOT: case EFBIG: return NBD_ENOSPC;
+	case EOVERFLOW: return NBD_EOVERFLOW;
+	case EOPNOTSUPP: return NBD_ENOTSUP;
+	case ESHUTDOWN: return NBD_ESHUTDOWN;
+	default: return NBD_EIO;
+	}
+}
+
+static void req_free(struct nbd_req *req)
+{
+	free(req->io.buf);
+	free(req);
+}
+
+static void req_out_free(struct outmsg *m)
+{
+	struct nbd_req *req = (struct nbd_req *)((char *)m - offsetof(struct nbd_req, out));
+	struct nbd_conn *c = req->conn;
+
+	c->inflight--;
+	c->inflight_bytes -= req->io.len;
+	req_free(req);
+}
+
+static struct nbd_req *req_new(struct nbd_conn *c, uint64_t cookie, uint16_t type,
+			       size_t buflen)
+{
+	struct nbd_req *req = calloc(1, sizeof(*req));
+
+	if (!req)
+		return NULL;
+	if (buflen && !(req->io.buf = malloc(buflen))) {
+		free(req);
+		return NULL;
+	}
+	req->conn = c;
+	req->cookie = cookie;
+	req->type = type;
+	req->out.free = req_out_free;
+	c->inflight++;
+	c->inflight_bytes += buflen;
+	return req;
+}
+
+/* Fills req->hdr (and the data iovec for a successful read) and queues it. */
+static void req_reply(struct nbd_req *req, uint32_t error)
+{
+	struct nbd_conn *c = req->conn;
+	uint8_t *h = req->hdr;
+	bool data = req->type == NBD_CMD_READ && !error;
+	size_t hlen;
+
+	if (!c->structured) {
+		struct nbd_simple_reply r = {
+			.magic = htobe32(NBD_SIMPLE_REPLY_MAGIC),
+			.error = htobe32(error),
+			.cookie = htobe64(req->cookie),
+		};
+		memcpy(h, &r, sizeof(r));
+		hlen = sizeof(r);
+	} else {
+		struct nbd_structured_reply r = {
+			.magic = htobe32(NBD_STRUCTURED_REPLY_MAGIC),
+			.flags = htobe16(NBD_REPLY_FLAG_DONE),
+			.cookie = htobe64(req->cookie),
+		};
+		hlen = sizeof(r);
+		if (error) {
+			uint32_t e = htobe32(error);
+			uint16_t msglen = 0;
+			r.type = htobe16(NBD_REPLY_TYPE_ERROR);
+			r.length = htobe32(6);
+			memcpy(h + hlen, &e, 4);
+			memcpy(h + hlen + 4, &msglen, 2);
+			hlen += 6;
+		} else if (data) {
+			uint64_t off = htobe64(req->io.offset);
+			r.type = htobe16(NBD_REPLY_TYPE_OFFSET_DATA);
+			r.length = htobe32(8 + req->io.len);
+			memcpy(h + hlen, &off, 8);
+			hlen += 8;
+		} else {
+			r.type = htobe16(NBD_REPLY_TYPE_NONE);
+		}
+		memcpy(h, &r, sizeof(r));
+	}
+	req->out.iov[0] = (struct iovec){ h, hlen };
+	req->out.niov = 1;
+	if (data)
+		req->out.iov[req->out.niov++] = (struct iovec){ req->io.buf, req->io.len };
+	out_push(c, &req->out);
+}
+
+static void req_done(struct repl_io *io)
+{
+	struct nbd_req *req = (struct nbd_req *)io;
+	struct nbd_conn *c = req->conn;
+
+	if (io->result < 0 && !c->dead)
+		plog_errno(LOG_WARNING, c->vol->name, -io->result,
+			   "request at offset %llu failed",
+			   (unsigned long long)io->offset);
+	if (c->dead) {
+		req_out_free(&req->out);
+	} else {
+		req_reply(req, errno_to_nbd(-io->result));
+		conn_flush(c);
+	}
+	c->vol->inflight--;
+	/* Input may wait in the buffer for room in the in-flight window. */
+	if (!c->busy && may_read(c) && (c->rx || c->in_end > c->in_start)) {
+		c->busy++;
+		conn_read(c);
+		conn_flush(c);
+		c->busy--;
+	}
+	conn_update(c);
+	conn_maybe_close(c);
+}
+
+static void req_start(struct nbd_conn *c, struct nbd_req *req)
+{
+	req->io.done = req_done;
+	c->vol->inflight++;
+	repl__volume_io(c->vol, &req->io);
+}
+
+static int reply_now(struct nbd_conn *c, uint64_t cookie, uint16_t type, uint32_t error)
+{
+	struct nbd_req *req = req_new(c, cookie, type, 0);
+
+	if (!req)
+		return -ENOMEM;
+	req_reply(req, error);
+	return 0;
+}
+
+static const enum repl_io_op cmd_ops[] = {
+	[NBD_CMD_READ] = REPL_IO_READ,
+	[NBD_CMD_WRITE] = REPL_IO_WRITE,
+	[NBD_CMD_FLUSH] = REPL_IO_FLUSH,
+	[NBD_CMD_TRIM] = REPL_IO_TRIM,
+	[NBD_CMD_WRITE_ZEROES] = REPL_IO_ZERO,
+};
+
+/* Parses one request header at p; returns bytes consumed or -errno
+ * (-EPROTO: close the connection). */
+static int handle_request(struct nbd_conn *c, const uint8_t *p)
+{
+	struct nbd_request r;
+	struct nbd_export_view exp = {
+		.size = c->vol->size,
+		.read_only = c->vol->role != REPL_PRIMARY,
+		.structured = c->structured,
+	};
+	struct nbd_check chk;
+	struct nbd_req *req;
+	uint16_t flags, type;
+	uint64_t offset;
+	uint32_t count;
+
+	memcpy(&r, p, sizeof(r));
+	flags = be16toh(r.flags);
+	type = be16toh(r.type);
+	offset = be64toh(r.offset);
+	count = be32toh(r.count);
+	chk = repl__nbd_check_request(be32toh(r.magic), flags, type, offset, count, &exp);
+	if (chk.verdict == NBD_V_CLOSE) {
+		plog(LOG_WARNING, c->vol->name, "closing client: %s", chk.why);
+		return -EPROTO;
+	}
+	if (chk.verdict == NBD_V_ERROR) {
+		plog(LOG_DEBUG, c->vol->name, "refused request type %u: %s", type, chk.why);
+		if (type == NBD_CMD_WRITE)
+			c->discard_left = count;
+		return reply_now(c, be64toh(r.cookie), type, chk.error) < 0 ? -ENOMEM
+									   : (int)sizeof(r);
+	}
+	if (type == NBD_CMD_DISC) {
+		c->read_closed = true;
+		return (int)sizeof(r);
+	}
+	req = req_new(c, be64toh(r.cookie), type,
+		      type == NBD_CMD_READ || type == NBD_CMD_WRITE ? count : 0);
+	if (!req)
+		return -ENOMEM;
+	req->io.op = cmd_ops[type];
+	req->io.offset = offset;
+	req->io.len = type == NBD_CMD_FLUSH ? 0 : count;
+	req->io.flags = ((flags & NBD_CMD_FLAG_FUA) ? REPL_IO_FUA : 0) |
+			((flags & NBD_CMD_FLAG_NO_HOLE) ? REPL_IO_NO_HOLE : 0);
+	if (type == NBD_CMD_WRITE) {
+		c->rx = req;
+		c->rx_have = 0;
+	} else {
+		req_start(c, req);
+	}
+	return (int)sizeof(r);
+}
+
+/* ---- handshake ------------------------------------------------------- */
+
+static int send_export_info(struct nbd_conn *c, uint32_t opt, struct repl_volume *vol)
+{
+	struct __attribute__((packed)) { uint16_t type; uint64_t size; uint16_t flags; } ie = {
+		htobe16(NBD_INFO_EXPORT), htobe64(vol->size),
+		htobe16(repl__nbd_export_flags(vol)),
+	};
+	struct __attribute__((packed)) { uint16_t type; uint32_t min, pref, max; } bs = {
+		htobe16(NBD_INFO_BLOCK_SIZE), htobe32(1), htobe32(4096),
+		htobe32(NBD_MAX_PAYLOAD),
+	};
+	int r = opt_reply(c, opt, NBD_REP_INFO, &ie, sizeof(ie));
+
+	return r < 0 ? r : opt_reply(c, opt, NBD_REP_INFO, &bs, sizeof(bs));
+}
+
+/* Which volume a client may open, or an NBD_REP_ERR_* with a message. */
+static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name,
+					 uint32_t *err, char *msg, size_t msglen)
+{
+	struct repl_volume *vol = repl_volume_find(c->eng, name);
+
+	if (!vol) {
+		*err = NBD_REP_ERR_UNKNOWN;
+		snprintf(msg, msglen, "no volume named \"%s\" on this node", name);
+		return NULL;
+	}
+	if (vol->role != REPL_PRIMARY) {
+		*err = NBD_REP_ERR_POLICY;
+		snprintf(msg, msglen, "volume \"%s\" is Secondary on this node: "
+			 "only the Primary serves I/O", name);
+		return NULL;
+	}
+	return vol;
+}
+
+static void enter_transmission(struct nbd_conn *c, struct repl_volume *vol)
+{
+	c->vol = vol;
+	vol->clients++;
+	c->state = CS_TRANSMISSION;
+	plog(LOG_INFO, vol->name, "client attached (%s replies)",
+	     c->structured ? "structured" : "simple");
+}
+
+static int opt_info_go(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint32_t len)
+{
+	char name[NBD_MAX_NAME_LEN + 1], msg[NBD_MAX_NAME_LEN + 128];
+	struct repl_volume *vol;
+	uint32_t namelen, err;
+	uint16_t ninfo;
+
+	if (len < 6)
+		return opt_error(c, opt, NBD_REP_ERR_INVALID, "option too short");
+	memcpy(&namelen, d, 4);
+	namelen = be32toh(namelen);
+	if (namelen > NBD_MAX_NAME_LEN || namelen > len - 6)
+		return opt_error(c, opt, NBD_REP_ERR_INVALID, "bad export name length");
+	memcpy(&ninfo, d + 4 + namelen, 2);
+	ninfo = be16toh(ninfo);
+	if (len != 6 + namelen + 2u * ninfo)
+		return opt_error(c, opt, NBD_REP_ERR_INVALID, "bad information request list");
+	memcpy(name, d + 4, namelen);
+	name[namelen] = '\0';
+	if (strlen(name) != namelen)
+		return opt_error(c, opt, NBD_REP_ERR_INVALID, "NUL in export name");
+	vol = export_lookup(c, name, &err, msg, sizeof(msg));
+	if (!vol)
+		return opt_error(c, opt, err, msg);
+	if (send_export_info(c, opt, vol) < 0 || opt_reply(c, opt, NBD_REP_ACK, NULL, 0) < 0)
+		return -ENOMEM;
+	if (opt == NBD_OPT_GO)
+		enter_transmission(c, vol);
+	return 0;
+}
+
+static int opt_export_name(struct nbd_conn *c, const uint8_t *d, uint32_t len)
+{
+	char name[NBD_MAX_NAME_LEN + 1], msg[NBD_MAX_NAME_LEN + 128];
+	struct repl_volume *vol;
+	uint32_t err;
+	uint8_t reply[8 + 2 + 124] = { 0 };
+	uint64_t size;
+	uint16_t flags;
+
+	if (len > NBD_MAX_NAME_LEN)
+		return -EPROTO;
+	memcpy(name, d, len);
+	name[len] = '\0';
+	vol = export_lookup(c, name, &err, msg, sizeof(msg));
+	if (!vol) {
+		/* This old option has no error reply: closing is the answer. */
+		log_warn("NBD client refused: %s", msg);
+		return -EPROTO;
+	}
+	size = htobe64(vol->size);
+	flags = htobe16(repl__nbd_export_flags(vol));
+	memcpy(reply, &size, 8);
+	memcpy(reply + 8, &flags, 2);
+	if (send_bytes(c, reply, c->no_zeroes ? 10 : sizeof(reply), NULL, 0) < 0)
+		return -ENOMEM;
+	enter_transmission(c, vol);
+	return 0;
+}
+
+static int opt_list(struct nbd_conn *c, uint32_t len)
+{
+	if (len)
+		return opt_error(c, NBD_OPT_LIST, NBD_REP_ERR_INVALID, "LIST takes no data");
+	for (struct repl_volume *v = c->eng->volumes; v; v = v->next) {
+		uint32_t n = (uint32_t)strlen(v->name), be = htobe32(n);
+		uint8_t buf[4 + 256];
+		if (n > sizeof(buf) - 4)
+			continue;
+		memcpy(buf, &be, 4);
+		memcpy(buf + 4, v->name, n);
+		if (opt_reply(c, NBD_OPT_LIST, NBD_REP_SERVER, buf, 4 + n) < 0)
+			return -ENOMEM;
+	}
+	return opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
+}
+
+static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint32_t len)
+{
+	switch (opt) {
+	case NBD_OPT_EXPORT_NAME:
+		return opt_export_name(c, d, len);
+	case NBD_OPT_ABORT:
+		c->read_closed = true;
+		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+	case NBD_OPT_LIST:
+		return opt_list(c, len);
+	case NBD_OPT_INFO:
+	case NBD_OPT_GO:
+		return opt_info_go(c, opt, d, len);
+	case NBD_OPT_STRUCTURED_REPLY:
+		if (len)
+			return opt_error(c, opt, NBD_REP_ERR_INVALID, "option takes no data");
+		c->structured = true;
+		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+	case NBD_OPT_LIST_META_CONTEXT:
+	case NBD_OPT_SET_META_CONTEXT:
+		if (!c->structured)
+			return opt_error(c, opt, NBD_REP_ERR_INVALID,
+					 "structured replies not negotiated");
+		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);	/* none offered */
+	default:
+		return opt_error(c, opt, NBD_REP_ERR_UNSUP, "option not supported");
+	}
+}
+
+/* ---- input parsing ------------------------------------------------------ */
+
+/* Consumes what it can of p[0..avail); returns bytes used (0 = needs more
+ * input) or -errno to close the connection. */
+static int parse_one(struct nbd_conn *c, const uint8_t *p, size_t avail)
+{
+	struct nbd_option_hdr oh;
+	uint32_t flags, len;
+	int r;
+
+	switch (c->state) {
+	case CS_CLIENT_FLAGS:
+		if (avail < 4)
+			return 0;
+		memcpy(&flags, p, 4);
+		flags = be32toh(flags);
+		if (!(flags & NBD_FLAG_C_FIXED_NEWSTYLE) ||
+		    (flags & ~(NBD_FLAG_C_FIXED_NEWSTYLE | NBD_FLAG_C_NO_ZEROES))) {
+			log_warn("NBD client sent unsupported handshake flags 0x%x", flags);
+			return -EPROTO;
+		}
+		c->no_zeroes = flags & NBD_FLAG_C_NO_ZEROES;
+		c->state = CS_OPTIONS;
+		return 4;
+	case CS_OPTIONS:
+		if (avail < sizeof(oh))
+			return 0;
+		memcpy(&oh, p, sizeof(oh));
+		len = be32toh(oh.length);
+		if (be64toh(oh.magic) != NBD_IHAVEOPT) {
+			log_warn("NBD client sent a bad option magic");
+			return -EPROTO;
+		}
+		if (len > NBD_MAX_OPTION_LEN) {
+			log_warn("NBD client sent an option of %u bytes", len);
+			return -EPROTO;
+		}
+		if (avail < sizeof(oh) + len)
+			return 0;
+		r = handle_option(c, be32toh(oh.option), p + sizeof(oh), len);
+		return r < 0 ? r : (int)(sizeof(oh) + len);
+	case CS_TRANSMISSION:
+		if (avail < sizeof(struct nbd_request))
+			return 0;
+		return handle_request(c, p);
+	}
+	return -EPROTO;
+}
+
+static bool may_read(const struct nbd_conn *c)
+{
+	return !c->read_closed && !c->dead && c->inflight < MAX_INFLIGHT &&
+	       c->inflight_bytes < MAX_INFLIGHT_BYTES;
+}
+
+/* Moves payload bytes (buffered first, then straight from the socket) into
+ * the write being received, or skips a refused write's payload. */
+static int read_payload(struct nbd_conn *c)
+{
+	for (;;) {
+		size_t want, take;
+		uint8_t *dst;
+		ssize_t n;
+
+		if (c->rx) {
+			want = c->rx->io.len - c->rx_have;
+			dst = (uint8_t *)c->rx->io.buf + c->rx_have;
+		} else if (c->discard_left) {
+			want = (size_t)c->discard_left;
+			dst = NULL;
+		} else {
+			return 1;
+		}
+		if (want == 0) {
+			struct nbd_req *req = c->rx;
+			c->rx = NULL;
+			req_start(c, req);
+			continue;
+		}
+		take = MIN(want, c->in_end - c->in_start);
+		if (take) {
+			if (dst)
+				memcpy(dst, c->in + c->in_start, take);
+			c->in_start += take;
+		} else if (dst) {
+			n = recv(c->fd, dst, want, MSG_DONTWAIT);
+			if (n <= 0)
+				return n == 0 ? -EPIPE : (errno == EAGAIN ? 0 : -errno);
+			take = (size_t)n;
+		} else {
+			return 1;	/* refill the buffer, then skip */
+		}
+		if (c->rx)
+			c->rx_have += take;
+		else
+			c->discard_left -= take;
+	}
+}
+
+static int fill_input(struct nbd_conn *c)
+{
+	ssize_t n;
+
+	if (c->in_start == c->in_end) {
+		c->in_start = c->in_end = 0;
+	} else if (c->in_start > 0 && IN_CAP - c->in_end < NBD_MAX_OPTION_LEN + 16) {
+		memmove(c->in, c->in + c->in_start, c->in_end - c->in_start);
+		c->in_end -= c->in_start;
+		c->in_start = 0;
+	}
+	if (c->in_end == IN_CAP)
+		return -EPROTO;
+	n = recv(c->fd, c->in + c->in_end, IN_CAP - c->in_end, MSG_DONTWAIT);
+	if (n == 0)
+		return -EPIPE;
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	c->in_end += (size_t)n;
+	return 1;
+}
+
+static void conn_read(struct nbd_conn *c)
+{
+	int r, rounds = 0;
+
+	for (;;) {
+		if (!may_read(c))
+			return;
+		r = read_payload(c);
+		if (r <= 0)
+			goto out;
+		if (!c->rx && !c->discard_left && c->in_end > c->in_start) {
+			r = parse_one(c, c->in + c->in_start, c->in_end - c->in_start);
+			if (r < 0)
+				goto out;
+			if (r > 0) {
+				c->in_start += (size_t)r;
+				continue;
+			}
+		}
+		/* Everything buffered is parsed: fair share, then refill. */
+		if (rounds++ >= 64)
+			return;
+		r = fill_input(c);
+		if (r <= 0)
+			goto out;
+	}
+out:
+	if (r == -EPIPE) {
+		c->read_closed = true;
+		if (c->state != CS_TRANSMISSION || c->rx)
+			c->dead = true;	/* gone mid-message: nothing to answer */
+	} else if (r < 0) {
+		c->dead = true;
+	}
+}
+
+/* ---- lifetime ----------------------------------------------------------- */
+
+static void conn_event(void *arg, int fd, unsigned revents)
+{
+	struct nbd_conn *c = arg;
+
+	c->busy++;
+	if (revents & POLLOUT)
+		conn_flush(c);
+	if (revents & POLLIN)
+		conn_read(c);
+	if (c->out_head)
+		conn_flush(c);
+	if (revents & (POLLHUP | POLLERR))
+		c->dead = true;	/* nobody left to answer */
+	c->busy--;
+	conn_update(c);
+	conn_maybe_close(c);
+}
+
+static void conn_update(struct nbd_conn *c)
+{
+	unsigned ev = 0;
+
+	if (c->dead) {
+		/* Out of the loop at once: a hung-up socket would otherwise
+		 * report POLLHUP on every turn while requests drain. */
+		if (c->registered) {
+			repl__fd_del(c->eng, c->fd);
+			c->registered = false;
+		}
+		return;
+	}
+	if (may_read(c))
+		ev |= POLLIN;
+	if (c->out_head)
+		ev |= POLLOUT;
+	if (ev != c->events && repl__fd_mod(c->eng, c->fd, ev) == 0)
+		c->events = ev;
+}
+
+static void conn_free(struct nbd_conn *c)
+{
+	while (c->out_head)
+		out_pop(c);
+	if (c->rx)
+		req_out_free(&c->rx->out);
+	if (c->registered)
+		repl__fd_del(c->eng, c->fd);
+	close(c->fd);
+	if (c->vol && c->state == CS_TRANSMISSION) {
+		c->vol->clients--;
+		plog(LOG_INFO, c->vol->name, "client detached");
+	}
+	if (c->prev)
+		c->prev->next = c->next;
+	else
+		c->eng->conns = c->next;
+	if (c->next)
+		c->next->prev = c->prev;
+	free(c->in);
+	free(c);
+}
+
+static void conn_maybe_close(struct nbd_conn *c)
+{
+	if (c->busy)
+		return;
+	if (c->dead) {
+		/* Requests still running will find their connection gone. */
+		while (c->out_head)
+			out_pop(c);
+		if (c->rx) {
+			req_out_free(&c->rx->out);
+			c->rx = NULL;
+		}
+		if (c->inflight == 0)
+			conn_free(c);
+		return;
+	}
+	if (c->read_closed && c->inflight == 0 && !c->out_head)
+		conn_free(c);
+}
+
+int repl__nbd_conn_new(struct repl_engine *eng, int fd)
+{
+	struct __attribute__((packed)) { uint64_t magic, opt; uint16_t flags; } greet = {
+		htobe64(NBD_MAGIC), htobe64(NBD_IHAVEOPT),
+		htobe16(NBD_FLAG_FIXED_NEWSTYLE | NBD_FLAG_NO_ZEROES),
+	};
+	struct nbd_conn *c;
+
+	if (eng->stopping)
+		return -ESHUTDOWN;
+	c = calloc(1, sizeof(*c));
+	if (!c || !(c->in = malloc(IN_CAP))) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->eng = eng;
+	c->fd = fd;
+	c->out_tail = &c->out_head;
+	c->events = POLLIN;
+	if (repl__fd_add(eng, fd, POLLIN, conn_event, c) < 0) {
+		free(c->in);
+		free(c);
+		return -ENOMEM;
+	}
+	c->registered = true;
+	c->next = eng->conns;
+	if (c->next)
+		c->next->prev = c;
+	eng->conns = c;
+	if (send_bytes(c, &greet, sizeof(greet), NULL, 0) < 0)
+		c->dead = true;
+	conn_flush(c);
+	conn_update(c);
+	conn_maybe_close(c);
+	return 0;
+}
+
+void repl__nbd_conns_stop(struct repl_engine *eng)
+{
+	struct nbd_conn *c, *next;
+
+	for (c = eng->conns; c; c = next) {
+		next = c->next;
+		c->read_closed = true;
+		if (c->state != CS_TRANSMISSION)
+			c->dead = true;
+		if (c->rx) {
+			/* Half-received write: never acknowledged, dropped. */
+			req_out_free(&c->rx->out);
+			c->rx = NULL;
+		}
+		conn_update(c);
+		conn_maybe_close(c);
+	}
+}
+
+void repl__nbd_conns_free(struct repl_engine *eng)
+{
+	/* The caller drained the volumes' I/O: no request is in flight. */
+	while (eng->conns)
+		conn_free(eng->conns);
+}

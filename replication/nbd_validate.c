@@ -1,0 +1,107 @@
+/* nbd_validate.c: the checks every NBD request passes before it touches a
+ * volume, as a pure function of the request header and the export: no I/O,
+ * no connection state.  It says run it, answer with an error, or close the
+ * connection (when the byte stream can no longer be trusted, e.g. a write
+ * whose payload is too large to read and skip).  tests/unit/test-nbd-validate
+ * runs it from a table. */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "nbd-protocol.h"
+#include "repl_int.h"
+
+static struct nbd_check ok(void)
+{
+	return (struct nbd_check){ NBD_V_OK, 0, NULL };
+}
+
+static struct nbd_check err(uint32_t error, const char *why)
+{
+	return (struct nbd_check){ NBD_V_ERROR, error, why };
+}
+
+static struct nbd_check closeit(const char *why)
+{
+	return (struct nbd_check){ NBD_V_CLOSE, 0, why };
+}
+
+/* Flags each command may carry (DF needs structured replies). */
+static uint16_t allowed_flags(uint16_t type, bool structured)
+{
+	switch (type) {
+	case NBD_CMD_READ:
+		return structured ? NBD_CMD_FLAG_DF : 0;
+	case NBD_CMD_WRITE:
+	case NBD_CMD_TRIM:
+		return NBD_CMD_FLAG_FUA;
+	case NBD_CMD_WRITE_ZEROES:
+		return NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
+	default:
+		return 0;
+	}
+}
+
+static bool is_write_type(uint16_t type)
+{
+	return type == NBD_CMD_WRITE || type == NBD_CMD_TRIM ||
+	       type == NBD_CMD_WRITE_ZEROES;
+}
+
+static struct nbd_check check_range(uint16_t type, uint64_t offset,
+				    uint32_t count, uint64_t size)
+{
+	if (count == 0)
+		return err(NBD_EINVAL, "zero-length request");
+	if (offset > size || count > size - offset)
+		return err(type == NBD_CMD_READ || type == NBD_CMD_TRIM ? NBD_EINVAL : NBD_ENOSPC,
+			   "request past the end of the export");
+	return ok();
+}
+
+struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
+					 uint16_t type, uint64_t offset,
+					 uint32_t count,
+					 const struct nbd_export_view *exp)
+{
+	if (magic != NBD_REQUEST_MAGIC)
+		return closeit("bad request magic");
+	/* A write payload follows the header: one we will not read means we
+	 * can no longer find the next header, so the connection ends. */
+	if (type == NBD_CMD_WRITE && count > NBD_MAX_PAYLOAD)
+		return closeit("write payload over the maximum");
+	switch (type) {
+	case NBD_CMD_READ:
+	case NBD_CMD_WRITE:
+	case NBD_CMD_TRIM:
+	case NBD_CMD_WRITE_ZEROES:
+		break;
+	case NBD_CMD_FLUSH:
+		if (flags)
+			return err(NBD_EINVAL, "flags on FLUSH");
+		if (offset || count)
+			return err(NBD_EINVAL, "FLUSH with offset or length");
+		return exp->read_only ? err(NBD_EPERM, "read-only export") : ok();
+	case NBD_CMD_DISC:
+		return ok();
+	default:
+		return err(NBD_EINVAL, "unsupported command");
+	}
+	if (flags & ~allowed_flags(type, exp->structured))
+		return err(NBD_EINVAL, "unsupported flags for the command");
+	if (exp->read_only && is_write_type(type))
+		return err(NBD_EPERM, "read-only export");
+	if (type == NBD_CMD_READ && count > NBD_MAX_PAYLOAD)
+		return err(NBD_EINVAL, "read over the maximum length");
+	return check_range(type, offset, count, exp->size);
+}
+
+uint16_t repl__nbd_export_flags(const struct repl_volume *vol)
+{
+	/* CAN_MULTI_CONN: every connection writes through the same fd with
+	 * no cache of ours, so a FLUSH (fdatasync) on any connection covers
+	 * the acknowledged writes of all of them. */
+	return NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
+	       NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
+	       NBD_FLAG_SEND_DF | NBD_FLAG_CAN_MULTI_CONN;
+}

@@ -1,0 +1,88 @@
+/* repl.h: public API of the replication engine (libreplication).
+ *
+ * The engine serves block volumes over NBD and (later) replicates them.  It
+ * never owns an event loop: the program hands it a struct repl_loop (an ops
+ * table over its own loop: epoll in replagentd's static mode, libqb's
+ * qb_loop in cluster mode, a tiny poll loop in tests).  All entry points are
+ * called from the loop thread.  Blocking disk I/O runs on per-volume worker
+ * threads and comes back to the loop through an eventfd.
+ *
+ * Error convention: functions return 0 (or a count) on success and -errno on
+ * failure; none calls exit().  The engine links neither corosync nor libqb. */
+#ifndef REPL_REPL_H
+#define REPL_REPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* ---- event loop ops (events are poll(2) bits: POLLIN, POLLOUT, ...) ---- */
+
+typedef void (*repl_fd_fn)(void *arg, int fd, unsigned revents);
+typedef void (*repl_timer_fn)(void *arg);
+
+struct repl_loop_ops {
+	int (*fd_add)(void *loop, int fd, unsigned events, repl_fd_fn fn, void *arg);
+	int (*fd_mod)(void *loop, int fd, unsigned events);
+	void (*fd_del)(void *loop, int fd);
+	/* One-shot timer; *handle identifies it for timer_del. */
+	int (*timer_add)(void *loop, uint64_t after_ms, repl_timer_fn fn, void *arg,
+			 void **handle);
+	void (*timer_del)(void *loop, void *handle);
+};
+
+struct repl_loop {
+	const struct repl_loop_ops *ops;
+	void *data;
+};
+
+/* ---- engine --------------------------------------------------------- */
+
+struct repl_engine;
+struct repl_volume;
+
+int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out);
+/* Frees everything at once; call repl_engine_stop() first for a clean stop.
+ * repl_engine_free(NULL) is a no-op. */
+void repl_engine_free(struct repl_engine *eng);
+
+/* Clean stop: stop accepting, let in-flight requests finish and their
+ * replies go out, then close every client.  The loop keeps running until
+ * repl_engine_stopped() is true. */
+void repl_engine_stop(struct repl_engine *eng);
+bool repl_engine_stopped(const struct repl_engine *eng);
+
+/* ---- volumes -------------------------------------------------------- */
+
+enum repl_role { REPL_SECONDARY = 0, REPL_PRIMARY = 1 };
+
+struct repl_volume_config {
+	const char *name;	/* NBD export name */
+	const char *backing;	/* regular file (created sparse) or block device */
+	const char *meta;	/* metadata file (created with the volume) */
+	uint64_t size;		/* bytes; 0 = size of an existing backing */
+	unsigned io_threads;	/* 0 = default */
+};
+
+/* Opens (or creates, for a file that does not exist) the volume and its
+ * metadata.  -EINVAL if size disagrees with existing metadata, -EBUSY if
+ * the name is taken. */
+int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cfg,
+		    struct repl_volume **out);
+struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name);
+const char *repl_volume_name(const struct repl_volume *vol);
+uint64_t repl_volume_size(const struct repl_volume *vol);
+enum repl_role repl_volume_role(const struct repl_volume *vol);
+int repl_volume_set_role(struct repl_volume *vol, enum repl_role role);
+/* Number of NBD clients attached to the volume. */
+unsigned repl_volume_clients(const struct repl_volume *vol);
+void repl_volume_uuid(const struct repl_volume *vol, char out[37]);
+
+/* ---- NBD ------------------------------------------------------------ */
+
+/* Listens on a Unix socket (unlinked again on stop) with the given mode. */
+int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode);
+/* Listens on TCP; host NULL = all addresses. */
+int repl_nbd_listen_tcp(struct repl_engine *eng, const char *host, const char *port);
+
+#endif

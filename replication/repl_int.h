@@ -1,0 +1,132 @@
+/* repl_int.h: what the engine's files share with each other and nobody
+ * else: the engine and volume bodies, local I/O descriptors, the worker
+ * pool and the NBD request checker.
+ *
+ * Threading rule, relied on everywhere: struct repl_engine, struct
+ * repl_volume (except what iopool.c's workers touch through struct
+ * repl_io) and every NBD connection are owned by the loop thread.  Workers
+ * only execute a struct repl_io against a file descriptor and hand it back
+ * through the pool's eventfd; ->done always runs on the loop thread. */
+#ifndef REPL_REPL_INT_H
+#define REPL_REPL_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "repl.h"
+
+struct meta;
+struct iopool;
+struct nbd_listener;
+struct nbd_conn;
+
+enum repl_io_op {
+	REPL_IO_READ,
+	REPL_IO_WRITE,
+	REPL_IO_FLUSH,
+	REPL_IO_TRIM,
+	REPL_IO_ZERO,
+};
+
+#define REPL_IO_FUA	(1u << 0)	/* durable before completion */
+#define REPL_IO_NO_HOLE	(1u << 1)	/* zero without deallocating */
+
+struct repl_io {
+	enum repl_io_op op;
+	unsigned flags;
+	uint64_t offset;
+	uint32_t len;
+	void *buf;
+	int result;			/* 0 or -errno, set before ->done */
+	void (*done)(struct repl_io *io);	/* loop thread */
+	struct repl_io *next;		/* pool queue linkage */
+};
+
+struct repl_engine {
+	struct repl_loop loop;
+	struct repl_volume *volumes;
+	struct nbd_listener *listeners;
+	struct nbd_conn *conns;
+	bool stopping;
+};
+
+struct repl_volume {
+	struct repl_engine *eng;
+	struct repl_volume *next;
+	char *name;
+	char *backing;
+	int fd;
+	bool blockdev;
+	uint64_t size;
+	struct meta *meta;
+	struct iopool *pool;
+	enum repl_role role;
+	bool opened;			/* fully opened: record a clean close */
+	unsigned clients;
+	unsigned inflight;		/* local I/Os submitted, not yet done */
+};
+
+/* ---- loop helpers (engine.c) ---- */
+int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg);
+int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events);
+void repl__fd_del(struct repl_engine *eng, int fd);
+
+/* ---- store.c: the backing file or device ---- */
+/* Opens (creating a sparse file of *size when absent and create_size>0)
+ * and returns the fd and the size.  0 or -errno. */
+int repl__store_open(const char *path, uint64_t create_size, int *fd,
+		     uint64_t *size, bool *blockdev);
+/* Runs io synchronously (worker thread); returns 0 or -errno. */
+int repl__store_exec(int fd, bool blockdev, struct repl_io *io);
+/* Tries a READ from the page cache without blocking: 0 when done,
+ * -EAGAIN when it must go to a worker, other -errno on error. */
+int repl__store_read_nowait(int fd, struct repl_io *io);
+
+/* ---- iopool.c: per-volume worker threads ---- */
+int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
+		     bool blockdev, const char *name, struct iopool **out);
+void repl__iopool_submit(struct iopool *pool, struct repl_io *io);
+/* Waits for queued work, stops the threads, frees.  NULL ok. */
+void repl__iopool_free(struct iopool *pool);
+
+/* ---- volume.c ---- */
+/* Starts io against the local replica; io->done runs on the loop thread,
+ * possibly before this returns (a read served from the page cache). */
+void repl__volume_io(struct repl_volume *vol, struct repl_io *io);
+/* Finishes queued I/O (running ->done), stops the workers.  */
+void repl__volume_quiesce(struct repl_volume *vol);
+void repl__volume_free(struct repl_volume *vol);
+
+/* ---- nbd_validate.c: pure request checks ---- */
+enum nbd_verdict {
+	NBD_V_OK,	/* run it */
+	NBD_V_ERROR,	/* reply with .error, keep the connection */
+	NBD_V_CLOSE,	/* the stream cannot be trusted: close */
+};
+
+struct nbd_check {
+	enum nbd_verdict verdict;
+	uint32_t error;		/* NBD_E* for NBD_V_ERROR */
+	const char *why;	/* for the log */
+};
+
+struct nbd_export_view {
+	uint64_t size;
+	bool read_only;
+	bool structured;	/* structured replies negotiated */
+};
+
+struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
+					 uint16_t type, uint64_t offset,
+					 uint32_t count,
+					 const struct nbd_export_view *exp);
+/* Transmission flags advertised for an export. */
+uint16_t repl__nbd_export_flags(const struct repl_volume *vol);
+
+/* ---- nbd_server.c / nbd_conn.c ---- */
+void repl__nbd_listeners_close(struct repl_engine *eng);
+int repl__nbd_conn_new(struct repl_engine *eng, int fd);
+void repl__nbd_conns_stop(struct repl_engine *eng);
+void repl__nbd_conns_free(struct repl_engine *eng);
+
+#endif

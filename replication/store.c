@@ -1,0 +1,170 @@
+/* store.c: the local backing store of a volume, a regular file or a block
+ * device, accessed with buffered positional I/O.  FLUSH is fdatasync; FUA is
+ * a write with RWF_DSYNC.  Deallocation punches holes in files so that a
+ * trimmed range reads back as zeroes on every replica (online verify relies
+ * on that); on block devices TRIM is advisory and does nothing, and
+ * WRITE_ZEROES uses BLKZEROOUT.  No metadata lives here: see meta.c. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "repl_int.h"
+#include "util.h"
+
+static int store_size(int fd, bool *blockdev, uint64_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		*blockdev = true;
+		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+	}
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	*blockdev = false;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+int repl__store_open(const char *path, uint64_t create_size, int *fdp,
+		     uint64_t *size, bool *blockdev)
+{
+	int fd, r;
+
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0 && errno == ENOENT && create_size > 0) {
+		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0 && ftruncate(fd, (off_t)create_size) < 0) {
+			r = -errno;
+			close(fd);
+			unlink(path);
+			return r;
+		}
+	}
+	if (fd < 0)
+		return -errno;
+	r = store_size(fd, blockdev, size);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+static int store_write(int fd, struct repl_io *io)
+{
+	struct iovec iov = { .iov_base = io->buf, .iov_len = io->len };
+	int rwflags = (io->flags & REPL_IO_FUA) ? RWF_DSYNC : 0;
+	off_t off = (off_t)io->offset;
+
+	while (iov.iov_len > 0) {
+		ssize_t n = pwritev2(fd, &iov, 1, off, rwflags);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		iov.iov_base = (char *)iov.iov_base + n;
+		iov.iov_len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+static int store_write_zero_buf(int fd, uint64_t off, uint64_t len)
+{
+	static const char zero[64 * 1024];
+	int r;
+
+	while (len > 0) {
+		size_t n = (size_t)MIN(len, sizeof(zero));
+		r = full_pwrite(fd, zero, n, (off_t)off);
+		if (r < 0)
+			return r;
+		off += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int store_zero(int fd, bool blockdev, struct repl_io *io)
+{
+	int mode;
+
+	if (blockdev) {
+		uint64_t range[2] = { io->offset, io->len };
+		if (ioctl(fd, BLKZEROOUT, range) == 0)
+			return 0;
+		return store_write_zero_buf(fd, io->offset, io->len);
+	}
+	mode = (io->flags & REPL_IO_NO_HOLE) ? FALLOC_FL_ZERO_RANGE
+					      : FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
+	if (fallocate(fd, mode, (off_t)io->offset, (off_t)io->len) == 0)
+		return 0;
+	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
+		return -errno;
+	return store_write_zero_buf(fd, io->offset, io->len);
+}
+
+static int store_trim(int fd, bool blockdev, struct repl_io *io)
+{
+	if (blockdev)
+		return 0;
+	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+		      (off_t)io->offset, (off_t)io->len) == 0)
+		return 0;
+	/* Trim is a hint: a file system that cannot punch holes just keeps
+	 * the data.  Zero it instead so every replica reads the same. */
+	return store_write_zero_buf(fd, io->offset, io->len);
+}
+
+int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
+{
+	int r;
+
+	switch (io->op) {
+	case REPL_IO_READ:
+		return full_pread(fd, io->buf, io->len, (off_t)io->offset);
+	case REPL_IO_WRITE:
+		return store_write(fd, io);
+	case REPL_IO_FLUSH:
+		return fdatasync(fd) < 0 ? -errno : 0;
+	case REPL_IO_TRIM:
+		r = store_trim(fd, blockdev, io);
+		break;
+	case REPL_IO_ZERO:
+		r = store_zero(fd, blockdev, io);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (r == 0 && (io->flags & REPL_IO_FUA) && fdatasync(fd) < 0)
+		r = -errno;
+	return r;
+}
+
+int repl__store_read_nowait(int fd, struct repl_io *io)
+{
+	struct iovec iov = { .iov_base = io->buf, .iov_len = io->len };
+	ssize_t n;
+
+	n = preadv2(fd, &iov, 1, (off_t)io->offset, RWF_NOWAIT);
+	if (n == (ssize_t)io->len)
+		return 0;
+	if (n >= 0 || errno == EAGAIN || errno == EOPNOTSUPP || errno == EINTR)
+		return -EAGAIN;	/* partly cached, or no support: use a worker */
+	return -errno;
+}

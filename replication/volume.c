@@ -1,0 +1,226 @@
+/* volume.c: one volume as this node holds it: its backing store, its
+ * metadata, its worker pool and its role.  It routes each I/O: reads that
+ * the page cache can answer run inline (RWF_NOWAIT never blocks), the rest
+ * go to the volume's workers.  Replication to peers hooks in here, below
+ * the NBD server and above the store. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "meta.h"
+#include "repl_int.h"
+#include "util.h"
+
+#define DEFAULT_IO_THREADS 8
+#define MAX_IO_THREADS 64
+
+static int volume_new_meta(struct repl_volume *vol, const char *path)
+{
+	struct meta_super sb;
+	int r;
+
+	memset(&sb, 0, sizeof(sb));
+	r = meta_generate_uuid(sb.uuid);
+	if (r < 0)
+		return r;
+	sb.size = vol->size;
+	sb.region_shift = 16;
+	sb.role = REPL_PRIMARY;
+	sb.disk_state = META_UPTODATE;
+	sb.gen_current = meta_new_gen();
+	r = meta_create(path, &sb, &vol->meta);
+	if (r == 0)
+		plog(LOG_NOTICE, vol->name, "created metadata %s", path);
+	return r;
+}
+
+static int volume_open_meta(struct repl_volume *vol, const char *path)
+{
+	const struct meta_super *sb;
+	struct meta_super upd;
+	int r;
+
+	if (access(path, F_OK) < 0 && errno == ENOENT)
+		return volume_new_meta(vol, path);
+	r = meta_open(path, &vol->meta);
+	if (r < 0) {
+		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
+		return r;
+	}
+	sb = meta_get(vol->meta);
+	if (sb->size != vol->size) {
+		plog(LOG_ERR, vol->name,
+		     "backing %s has %llu bytes but metadata %s says %llu",
+		     vol->backing, (unsigned long long)vol->size, path,
+		     (unsigned long long)sb->size);
+		return -EINVAL;
+	}
+	if (!(sb->flags & META_F_CLEAN))
+		plog(LOG_WARNING, vol->name, "was not shut down cleanly");
+	/* Open for business: clear the clean flag until we close cleanly. */
+	upd = *sb;
+	upd.flags &= ~META_F_CLEAN;
+	return meta_update(vol->meta, &upd);
+}
+
+static int volume_check_size(const struct repl_volume_config *cfg, uint64_t size)
+{
+	if (size == 0 || size % 512)
+		return -EINVAL;
+	if (cfg->size && cfg->size != size)
+		return -EINVAL;
+	return 0;
+}
+
+int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cfg,
+		    struct repl_volume **out)
+{
+	struct repl_volume *vol;
+	unsigned threads = cfg->io_threads ? cfg->io_threads : DEFAULT_IO_THREADS;
+	bool have_meta;
+	int r;
+
+	if (!cfg->name || !cfg->backing || !cfg->meta || threads > MAX_IO_THREADS)
+		return -EINVAL;
+	if (repl_volume_find(eng, cfg->name))
+		return -EBUSY;
+	vol = calloc(1, sizeof(*vol));
+	if (!vol)
+		return -ENOMEM;
+	vol->eng = eng;
+	vol->fd = -1;
+	vol->name = strdup(cfg->name);
+	vol->backing = strdup(cfg->backing);
+	if (!vol->name || !vol->backing) {
+		r = -ENOMEM;
+		goto fail;
+	}
+	/* Metadata without its backing means the data is gone: never make
+	 * a fresh empty file that the metadata would call UpToDate. */
+	have_meta = access(cfg->meta, F_OK) == 0;
+	r = repl__store_open(cfg->backing, have_meta ? 0 : cfg->size, &vol->fd,
+			     &vol->size, &vol->blockdev);
+	if (r == -ENOENT && have_meta) {
+		plog(LOG_ERR, cfg->name, "backing %s is missing but metadata %s exists: "
+		     "restore the backing, or remove the metadata to start empty",
+		     cfg->backing, cfg->meta);
+		goto fail;
+	}
+	if (r < 0) {
+		plog_errno(LOG_ERR, cfg->name, -r, "cannot open backing %s", cfg->backing);
+		goto fail;
+	}
+	r = volume_check_size(cfg, vol->size);
+	if (r < 0) {
+		plog(LOG_ERR, cfg->name, "backing %s has %llu bytes, expected %llu "
+		     "(a multiple of 512)", cfg->backing,
+		     (unsigned long long)vol->size, (unsigned long long)cfg->size);
+		goto fail;
+	}
+	r = volume_open_meta(vol, cfg->meta);
+	if (r < 0)
+		goto fail;
+	vol->role = meta_get(vol->meta)->role ? REPL_PRIMARY : REPL_SECONDARY;
+	r = repl__iopool_new(eng, threads, vol->fd, vol->blockdev, vol->name, &vol->pool);
+	if (r < 0)
+		goto fail;
+	vol->opened = true;
+	vol->next = eng->volumes;
+	eng->volumes = vol;
+	plog(LOG_INFO, vol->name, "serving %s (%llu bytes, %s)", vol->backing,
+	     (unsigned long long)vol->size, vol->role == REPL_PRIMARY ? "Primary" : "Secondary");
+	if (out)
+		*out = vol;
+	return 0;
+fail:
+	repl__volume_free(vol);
+	return r;
+}
+
+void repl__volume_quiesce(struct repl_volume *vol)
+{
+	repl__iopool_free(vol->pool);
+	vol->pool = NULL;
+}
+
+/* Clean close: every queued I/O finishes (the pool joins its workers),
+ * the data is made durable, and the metadata says the shutdown was clean. */
+void repl__volume_free(struct repl_volume *vol)
+{
+	struct meta_super sb;
+
+	if (!vol)
+		return;
+	repl__volume_quiesce(vol);
+	if (vol->fd >= 0 && fdatasync(vol->fd) < 0)
+		plog_errno(LOG_ERR, vol->name, errno, "fdatasync at close");
+	if (vol->opened) {
+		sb = *meta_get(vol->meta);
+		sb.flags |= META_F_CLEAN;
+		if (meta_update(vol->meta, &sb) < 0)
+			plog(LOG_ERR, vol->name, "could not record the clean shutdown");
+	}
+	meta_close(vol->meta);
+	if (vol->fd >= 0)
+		close(vol->fd);
+	free(vol->name);
+	free(vol->backing);
+	free(vol);
+}
+
+struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name)
+{
+	for (struct repl_volume *v = eng->volumes; v; v = v->next)
+		if (strcmp(v->name, name) == 0)
+			return v;
+	return NULL;
+}
+
+const char *repl_volume_name(const struct repl_volume *vol) { return vol->name; }
+uint64_t repl_volume_size(const struct repl_volume *vol) { return vol->size; }
+enum repl_role repl_volume_role(const struct repl_volume *vol) { return vol->role; }
+unsigned repl_volume_clients(const struct repl_volume *vol) { return vol->clients; }
+
+void repl_volume_uuid(const struct repl_volume *vol, char out[37])
+{
+	uuid_format(meta_get(vol->meta)->uuid, out);
+}
+
+int repl_volume_set_role(struct repl_volume *vol, enum repl_role role)
+{
+	struct meta_super sb;
+	int r;
+
+	if (role == vol->role)
+		return 0;
+	if (role == REPL_SECONDARY && vol->clients > 0)
+		return -EBUSY;	/* like DRBD: still held open by a client */
+	sb = *meta_get(vol->meta);
+	sb.role = (uint8_t)role;
+	r = meta_update(vol->meta, &sb);
+	if (r < 0)
+		return r;
+	vol->role = role;
+	plog(LOG_NOTICE, vol->name, "role is now %s",
+	     role == REPL_PRIMARY ? "Primary" : "Secondary");
+	return 0;
+}
+
+void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
+{
+	int r;
+
+	if (io->op == REPL_IO_READ) {
+		r = repl__store_read_nowait(vol->fd, io);
+		if (r != -EAGAIN) {
+			io->result = r;
+			io->done(io);
+			return;
+		}
+	}
+	repl__iopool_submit(vol->pool, io);
+}

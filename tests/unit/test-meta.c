@@ -1,0 +1,701 @@
+/* test-meta.c: unit tests of the replica metadata file (meta.c): creation,
+ * roundtrips, crash safety against torn or corrupted superblock slots,
+ * refusal of damaged files, and the dirty bitmaps against a simple model.
+ * Works in a private directory under /tmp; it does not test the engine. */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "meta.h"
+#include "unit.h"
+#include "util.h"
+
+#define KiB 1024u
+
+static char dir[] = "/tmp/test-meta.XXXXXX";
+static char path[256];
+
+/* ---- helpers ----------------------------------------------------------- */
+
+static void make_path(const char *name)
+{
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+}
+
+static void init_super(struct meta_super *sb, uint64_t size, uint32_t shift)
+{
+	memset(sb, 0, sizeof(*sb));
+	CHECK(meta_generate_uuid(sb->uuid) == 0);
+	sb->size = size;
+	sb->region_shift = shift;
+	sb->role = META_PRIMARY;
+	sb->disk_state = META_UPTODATE;
+	sb->flags = META_F_CLEAN | META_F_FULL_SYNC;
+	sb->gen_current = 0x1111222233334444ull;
+	sb->gen_bitmap = 0x5555666677778888ull;
+	sb->gen_history[0] = 0x99990000aaaabbbbull;
+	sb->gen_history[1] = 0xccccddddeeeeffffull;
+	strcpy(sb->peers[0].node, "node-b.example.com");
+	sb->peers[0].disk_state = META_OUTDATED;
+	sb->peers[0].bitmap_gen = 0x0123456789abcdefull;
+	memset(sb->peers[1].node, 'x', META_NODE_MAX);	/* longest name */
+	sb->peers[1].disk_state = META_INCONSISTENT;
+	sb->peers[1].bitmap_gen = 7;
+	sb->seq = 999;	/* must be ignored */
+}
+
+static bool super_same(const struct meta_super *a, const struct meta_super *b)
+{
+	if (memcmp(a->uuid, b->uuid, 16) || a->size != b->size ||
+	    a->region_shift != b->region_shift || a->role != b->role ||
+	    a->disk_state != b->disk_state || a->flags != b->flags ||
+	    a->gen_current != b->gen_current || a->gen_bitmap != b->gen_bitmap ||
+	    a->gen_history[0] != b->gen_history[0] ||
+	    a->gen_history[1] != b->gen_history[1])
+		return false;
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		if (strcmp(a->peers[i].node, b->peers[i].node) ||
+		    a->peers[i].disk_state != b->peers[i].disk_state ||
+		    a->peers[i].bitmap_gen != b->peers[i].bitmap_gen)
+			return false;
+	return true;
+}
+
+static unsigned dir_entries(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
+
+static void clean_dir(void)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	char p[512];
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		snprintf(p, sizeof(p), "%s/%s", dir, e->d_name);
+		unlink(p);
+	}
+	closedir(d);
+}
+
+static int raw_rw(bool write, void *buf, size_t len, off_t off)
+{
+	int fd = open(path, O_RDWR);
+	int err;
+
+	if (fd < 0)
+		return -errno;
+	err = write ? full_pwrite(fd, buf, len, off) : full_pread(fd, buf, len, off);
+	close(fd);
+	return err;
+}
+
+static uint64_t raw_seq(unsigned slot)
+{
+	uint64_t v = 0;
+
+	CHECK(raw_rw(false, &v, 8, (off_t)slot * META_SLOT_SIZE + 16) == 0);
+	return le64toh(v);
+}
+
+/* Slot holding the highest seq (the current superblock). */
+static unsigned newest_slot(void)
+{
+	return raw_seq(1) > raw_seq(0);
+}
+
+static void corrupt(off_t off, size_t len)
+{
+	uint8_t *junk = malloc(len);
+
+	CHECK(junk && random_bytes(junk, len) == 0);
+	CHECK(raw_rw(true, junk, len, off) == 0);
+	free(junk);
+}
+
+/* Edits a slot's field and recomputes its CRC, as a buggy writer would. */
+static void patch_slot(unsigned slot, size_t off, const void *val, size_t len)
+{
+	uint8_t s[META_SLOT_SIZE];
+	uint32_t crc;
+
+	CHECK(raw_rw(false, s, sizeof(s), (off_t)slot * META_SLOT_SIZE) == 0);
+	memcpy(s + off, val, len);
+	crc = htole32(crc32c(0, s, META_SLOT_SIZE - 4));
+	memcpy(s + META_SLOT_SIZE - 4, &crc, 4);
+	CHECK(raw_rw(true, s, sizeof(s), (off_t)slot * META_SLOT_SIZE) == 0);
+}
+
+static off_t file_size(void)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+static int open_expect_fail(void)
+{
+	struct meta *m = (struct meta *)&m;	/* must be reset to NULL */
+	int err = meta_open(path, &m);
+
+	CHECK(m == NULL);
+	if (!err)
+		meta_close(m);
+	return err;
+}
+
+static struct meta *create_std(const char *name, struct meta_super *sb)
+{
+	struct meta *m = NULL;
+
+	make_path(name);
+	init_super(sb, 10 * 64 * KiB + 4 * KiB, 16);
+	CHECK(meta_create(path, sb, &m) == 0);
+	CHECK(m != NULL);
+	return m;
+}
+
+/* ---- superblock ---------------------------------------------------------- */
+
+static void test_roundtrip(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_std("roundtrip", &sb);
+
+	if (!m)
+		return;
+	CHECK(super_same(meta_get(m), &sb));
+	CHECK(meta_get(m)->seq == 1);
+	CHECK(meta_regions(m) == 11);
+	CHECK(meta_bits_count(m, 0) == 0 && meta_bits_count(m, 1) == 0);
+	CHECK(!meta_bitmap_needs_flush(m));
+	CHECK(dir_entries() == 1);	/* no temp file left behind */
+	/* 2 slots + 2 bitmaps of one page each (11 bits). */
+	CHECK(file_size() == 8192 + 2 * 4096);
+	meta_close(m);
+
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(super_same(meta_get(m), &sb));
+	CHECK(meta_get(m)->seq == 1);
+	CHECK(strlen(meta_get(m)->peers[1].node) == META_NODE_MAX);
+	CHECK(meta_regions(m) == 11);
+	meta_close(m);
+	meta_close(NULL);
+}
+
+static void test_create_exists(void)
+{
+	struct meta_super sb, sb2;
+	struct meta *m = create_std("exists", &sb), *m2 = (struct meta *)&m2;
+
+	meta_close(m);
+	init_super(&sb2, 1 << 20, 16);
+	CHECK(meta_create(path, &sb2, &m2) == -EEXIST);
+	CHECK(m2 == NULL);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);	/* untouched */
+	if (m)
+		CHECK(super_same(meta_get(m), &sb));
+	meta_close(m);
+
+	make_path("exists-plain");
+	CHECK(access(path, F_OK) != 0);
+	CHECK(close(open(path, O_CREAT | O_WRONLY, 0600)) == 0);
+	CHECK(meta_create(path, &sb2, &m2) == -EEXIST);
+	CHECK(file_size() == 0);
+	CHECK(dir_entries() == 2);
+}
+
+static void test_create_invalid(void)
+{
+	struct meta_super sb;
+	struct meta *m = (struct meta *)&m;
+
+	make_path("invalid");
+#define BAD(stmt) do { \
+		init_super(&sb, 1 << 20, 16); \
+		stmt; \
+		CHECK_MSG(meta_create(path, &sb, &m) == -EINVAL, "%s", #stmt); \
+		CHECK(m == NULL); \
+	} while (0)
+	BAD(sb.region_shift = 11);
+	BAD(sb.region_shift = 31);
+	BAD(sb.size = 0);
+	BAD(sb.size = 1000);
+	BAD(sb.size = UINT64_MAX - 511);	/* bitmap far too large */
+	BAD(sb.role = 2);
+	BAD(sb.disk_state = META_FAILED + 1);
+	BAD(sb.flags = 1u << 31);
+	BAD(sb.peers[0].node[3] = '\n');
+	BAD(memset(sb.peers[1].node, 'a', sizeof(sb.peers[1].node)));
+	BAD(sb.peers[1].disk_state = 200);
+#undef BAD
+	CHECK(dir_entries() == 0);
+}
+
+static void test_updates(void)
+{
+	struct meta_super sb, cur;
+	struct meta *m = create_std("updates", &sb);
+
+	if (!m)
+		return;
+	for (unsigned i = 0; i < 10; i++) {
+		cur = *meta_get(m);
+		cur.gen_history[1] = cur.gen_history[0];
+		cur.gen_history[0] = cur.gen_current;
+		cur.gen_current = meta_new_gen();
+		cur.role = i & 1;
+		cur.disk_state = (uint8_t)(i % (META_FAILED + 1));
+		cur.flags = i % 8;
+		snprintf(cur.peers[0].node, sizeof(cur.peers[0].node), "peer-%u", i);
+		cur.peers[1].node[0] = '\0';
+		CHECK(meta_update(m, &cur) == 0);
+		CHECK(meta_get(m)->seq == 2 + i);
+		CHECK(super_same(meta_get(m), &cur));
+	}
+	cur = *meta_get(m);
+	sb = cur;
+	sb.size += 512;
+	CHECK(meta_update(m, &sb) == -EINVAL);
+	sb = cur;
+	sb.region_shift = 17;
+	CHECK(meta_update(m, &sb) == -EINVAL);
+	sb = cur;
+	sb.peers[0].node[0] = 0x7f;
+	CHECK(meta_update(m, &sb) == -EINVAL);
+	CHECK(meta_get(m)->seq == 11 && super_same(meta_get(m), &cur));
+	/* Passing meta_get()'s own superblock back is fine. */
+	CHECK(meta_update(m, meta_get(m)) == 0 && meta_get(m)->seq == 12);
+	meta_close(m);
+
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(super_same(meta_get(m), &cur));
+	CHECK(meta_get(m)->seq == 12);
+	CHECK(strcmp(meta_get(m)->peers[0].node, "peer-9") == 0);
+	CHECK(meta_get(m)->peers[1].node[0] == '\0');
+	meta_close(m);
+}
+
+static void test_torn_update(void)
+{
+	struct meta_super sb, a, b, c;
+	struct meta *m = create_std("torn", &sb);
+	uint8_t half[META_SLOT_SIZE / 2];
+	unsigned s;
+
+	if (!m)
+		return;
+	a = sb;
+	a.gen_current = 0xa;
+	CHECK(meta_update(m, &a) == 0);
+	b = a;
+	b.gen_current = 0xb;
+	b.role = META_SECONDARY;
+	CHECK(meta_update(m, &b) == 0);
+	meta_close(m);
+
+	/* The newest slot overwritten with garbage: the previous survives. */
+	s = newest_slot();
+	CHECK(raw_seq(s) == 3);
+	corrupt((off_t)s * META_SLOT_SIZE, META_SLOT_SIZE);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(super_same(meta_get(m), &a) && meta_get(m)->seq == 2);
+	/* The next update goes to the damaged slot and repairs it. */
+	c = a;
+	c.gen_current = 0xc;
+	CHECK(meta_update(m, &c) == 0 && meta_get(m)->seq == 3);
+	meta_close(m);
+	CHECK(newest_slot() == s);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK(super_same(meta_get(m), &c) && meta_get(m)->seq == 3);
+	meta_close(m);
+
+	/* Torn write: new first half, old second half. */
+	CHECK(raw_rw(false, half, sizeof(half),
+		     (off_t)(1 - s) * META_SLOT_SIZE + META_SLOT_SIZE / 2) == 0);
+	CHECK(raw_rw(true, half, sizeof(half),
+		     (off_t)s * META_SLOT_SIZE + META_SLOT_SIZE / 2) == 0);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK(super_same(meta_get(m), &a) && meta_get(m)->seq == 2);
+	meta_close(m);
+
+	/* A few flipped bytes in the middle. */
+	s = 1 - s;
+	corrupt((off_t)s * META_SLOT_SIZE + 1000, 3);
+	CHECK(open_expect_fail() == -EUCLEAN);	/* now both are bad */
+}
+
+static void test_both_corrupt(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_std("both", &sb);
+
+	meta_close(m);
+	corrupt(0, META_SLOT_SIZE);
+	corrupt(META_SLOT_SIZE, META_SLOT_SIZE);
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(file_size() == 16384);	/* not reinitialised */
+}
+
+static void test_truncated(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_std("trunc", &sb);
+	off_t full = file_size();
+
+	meta_close(m);
+	CHECK(truncate(path, full + 1) == 0);
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(truncate(path, full - 4096) == 0);
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(truncate(path, 8192) == 0);
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(truncate(path, 6000) == 0);	/* slot 1 torn as well */
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(truncate(path, 100) == 0);
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(truncate(path, 0) == 0);
+	CHECK(open_expect_fail() == -EUCLEAN);
+}
+
+static void test_garbage(void)
+{
+	make_path("garbage");
+	CHECK(close(open(path, O_CREAT | O_WRONLY, 0600)) == 0);
+	corrupt(0, 64 * KiB);
+	CHECK(open_expect_fail() == -EUCLEAN);
+	CHECK(truncate(path, 16384) == 0);	/* plausible size, still junk */
+	CHECK(open_expect_fail() == -EUCLEAN);
+
+	make_path("missing");
+	CHECK(open_expect_fail() == -ENOENT);
+	CHECK(open_expect_fail() == -ENOENT);
+}
+
+static void test_bad_fields(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_std("fields", &sb);
+	uint32_t v;
+	uint8_t name[72];
+	unsigned s;
+
+	if (!m)
+		return;
+	sb.gen_current = 42;
+	CHECK(meta_update(m, &sb) == 0);
+	meta_close(m);
+	s = newest_slot();
+
+	/* Intact CRC, impossible contents: that slot is ignored... */
+	v = htole32(40);
+	patch_slot(s, 48, &v, 4);	/* region_shift */
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK(meta_get(m)->seq == 1 && meta_get(m)->gen_current != 42);
+	meta_close(m);
+	/* ...and with both slots bad the file is refused. */
+	memset(name, 'a', sizeof(name));
+	patch_slot(1 - s, 112, name, sizeof(name));	/* peer 0 node, no NUL */
+	CHECK(open_expect_fail() == -EUCLEAN);
+
+	/* A newer format version is reported as such, not as garbage. */
+	v = htole32(2);
+	patch_slot(0, 8, &v, 4);
+	patch_slot(1, 8, &v, 4);
+	CHECK(open_expect_fail() == -EPROTONOSUPPORT);
+}
+
+static void test_busy(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_std("busy", &sb), *m2 = (struct meta *)&m2;
+
+	CHECK(meta_open(path, &m2) == -EBUSY);
+	CHECK(m2 == NULL);
+	meta_close(m);
+	CHECK(meta_open(path, &m2) == 0);
+	meta_close(m2);
+}
+
+/* ---- bitmaps ------------------------------------------------------------- */
+
+static void test_bitmap_edges(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_std("bm-edges", &sb);	/* 11 regions, last 4 KiB */
+	const uint64_t R = 64 * KiB, size = 10 * R + 4 * KiB;
+
+	if (!m)
+		return;
+	CHECK(meta_bits_set_range(m, 0, 0, 1) == 1);
+	CHECK(meta_bitmap_needs_flush(m));
+	CHECK(meta_bits_set_range(m, 0, 0, R) == 0);
+	CHECK(meta_bits_set_range(m, 0, R - 1, 2) == 1);	/* region 1 */
+	CHECK(meta_bit_test(m, 0, 0) && meta_bit_test(m, 0, 1) && !meta_bit_test(m, 0, 2));
+	CHECK(meta_bits_set_range(m, 0, size - 1, 1) == 1);	/* region 10 */
+	CHECK(meta_bits_set_range(m, 0, size, 4096) == 0);
+	CHECK(meta_bits_set_range(m, 0, 5 * R, 0) == 0);
+	CHECK(meta_bit_next(m, 0, 0) == 0);
+	CHECK(meta_bit_next(m, 0, 2) == 10);
+	CHECK(meta_bit_next(m, 0, 11) == 11 && meta_bit_next(m, 0, 1000) == 11);
+	CHECK(meta_bits_set_range(m, 0, 0, UINT64_MAX) == 8);	/* no overflow */
+	CHECK(meta_bits_set_range(m, 0, size - 1, UINT64_MAX) == 0);
+	CHECK(meta_bits_count(m, 0) == 11 && meta_bits_count(m, 1) == 0);
+
+	CHECK(meta_bits_clear_range(m, 0, 1, 2 * R) == 1);	/* only region 1 */
+	CHECK(!meta_bit_test(m, 0, 1) && meta_bit_test(m, 0, 0) && meta_bit_test(m, 0, 2));
+	CHECK(meta_bits_clear_range(m, 0, 10 * R, 100) == 0);	/* partial */
+	CHECK(meta_bits_clear_range(m, 0, 10 * R + 1, UINT64_MAX) == 0);
+	CHECK(meta_bits_clear_range(m, 0, 10 * R, 4 * KiB) == 1);	/* reaches the end */
+	CHECK(meta_bits_clear_range(m, 0, 3 * R, 2 * R - 1) == 1);	/* region 3 */
+	CHECK(meta_bits_clear_range(m, 0, 3 * R, 2 * R) == 1);	/* and 4 */
+	CHECK(meta_bits_clear_range(m, 0, size, R) == 0);
+	CHECK(meta_bits_count(m, 0) == 11 - 4);
+	CHECK(meta_bit_next(m, 0, 1) == 2 && meta_bit_next(m, 0, 3) == 5);
+	CHECK(meta_bit_next(m, 0, 10) == 11);
+
+	/* Bad peer indices are inert. */
+	CHECK(meta_bits_set_range(m, META_MAX_PEERS, 0, R) == 0);
+	CHECK(!meta_bit_test(m, META_MAX_PEERS, 0));
+	CHECK(meta_bits_count(m, META_MAX_PEERS) == 0);
+	CHECK(meta_bit_next(m, META_MAX_PEERS, 0) == 11);
+	meta_bits_set_all(m, META_MAX_PEERS);
+
+	meta_bits_set_all(m, 1);
+	CHECK(meta_bits_count(m, 1) == 11 && meta_bit_next(m, 1, 10) == 10);
+	CHECK(meta_bits_clear_range(m, 1, 0, UINT64_MAX) == 11);
+	CHECK(meta_bits_count(m, 1) == 0);
+	CHECK(meta_bitmap_flush(m) == 0);
+	CHECK(!meta_bitmap_needs_flush(m));
+	CHECK(meta_bitmap_flush(m) == 0);
+	meta_close(m);
+}
+
+static void check_bits_equal(struct meta *m, unsigned peer, const uint64_t *want,
+			     size_t n)
+{
+	uint64_t r = meta_bit_next(m, peer, 0);
+
+	CHECK(meta_bits_count(m, peer) == n);
+	for (size_t i = 0; i < n; i++) {
+		CHECK_MSG(r == want[i], "peer %u bit %zu: got %ju want %ju", peer,
+			  i, (uintmax_t)r, (uintmax_t)want[i]);
+		r = meta_bit_next(m, peer, r + 1);
+	}
+	CHECK(r == meta_regions(m));
+}
+
+/* Several pages: 70000 regions of 4 KiB are 3 bitmap pages per peer. */
+static void test_bitmap_pages(void)
+{
+	static const uint64_t want[] = { 0, 63, 64, 32767, 32768, 65535, 65536, 69999 };
+	struct meta_super sb;
+	struct meta *m = NULL;
+	const uint64_t size = 70000ull * 4096 - 512;
+	uint64_t raw;
+
+	make_path("bm-pages");
+	init_super(&sb, size, 12);
+	CHECK(meta_create(path, &sb, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_regions(m) == 70000);
+	CHECK(file_size() == 8192 + 2 * 12288);
+	CHECK(meta_bits_set_range(m, 0, 0, 1) == 1);
+	CHECK(meta_bits_set_range(m, 0, 63 * 4096 + 100, 4096) == 2);	/* word edge */
+	CHECK(meta_bits_set_range(m, 0, 32767 * 4096, 8192) == 2);	/* page edge */
+	CHECK(meta_bits_set_range(m, 0, 65535 * 4096 + 4095, 2) == 2);
+	CHECK(meta_bits_set_range(m, 0, size - 512, 512) == 1);
+	check_bits_equal(m, 0, want, 8);
+	meta_bits_set_all(m, 1);
+	CHECK(meta_bits_count(m, 1) == 70000);
+	CHECK(meta_bit_next(m, 1, 69999) == 69999);
+	CHECK(meta_bitmap_flush(m) == 0);
+	/* Lazy clears: no flush needed, but the next flush writes them. */
+	CHECK(meta_bits_clear_range(m, 1, 4096, size) == 69999);
+	CHECK(!meta_bitmap_needs_flush(m));
+	CHECK(meta_bitmap_flush(m) == 0);
+	meta_close(m);
+
+	/* The documented layout: word 0 of peer 0 at 8192, of peer 1 at
+	 * 8192 + stride; bit b of word w is region 64 w + b. */
+	CHECK(raw_rw(false, &raw, 8, 8192) == 0);
+	CHECK(le64toh(raw) == (1ull | 1ull << 63));
+	CHECK(raw_rw(false, &raw, 8, 8192 + 8) == 0);
+	CHECK(le64toh(raw) == 1);
+	CHECK(raw_rw(false, &raw, 8, 8192 + 12288) == 0);
+	CHECK(le64toh(raw) == 1);
+
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	check_bits_equal(m, 0, want, 8);
+	check_bits_equal(m, 1, want, 1);
+	/* Unflushed bits are written by close. */
+	CHECK(meta_bits_set_range(m, 1, size - 1, 1) == 1);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK(meta_bit_test(m, 1, 69999) && meta_bits_count(m, 1) == 2);
+	meta_close(m);
+
+	/* Junk past the last region is dropped on open. */
+	raw = htole64(~0ull);
+	CHECK(raw_rw(true, &raw, 8, 8192 + 12288 - 8) == 0);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		check_bits_equal(m, 0, want, 8);
+	meta_close(m);
+}
+
+/* Random set/clear ranges against a one-bool-per-region model. */
+static void test_bitmap_model(void)
+{
+	enum { N = 300 };
+	const uint64_t rs = 4096, size = N * rs - 1536;
+	struct meta_super sb;
+	struct meta *m = NULL;
+	bool model[N] = { false };
+	uint64_t expect_count = 0;
+
+	make_path("bm-model");
+	init_super(&sb, size, 12);
+	CHECK(meta_create(path, &sb, &m) == 0);
+	if (!m)
+		return;
+	for (unsigned iter = 0; iter < 3000; iter++) {
+		uint32_t rnd[3];
+		uint64_t off, len, end, changed = 0, got;
+		bool set;
+
+		CHECK(random_bytes(rnd, sizeof(rnd)) == 0);
+		set = rnd[0] & 1;
+		off = rnd[1] % (size + 8192);
+		len = (rnd[0] >> 1) % 4 == 0 ? rnd[2] % 512 : rnd[2] % (size / 4);
+		end = MIN(off + len, size);
+		for (uint64_t r = 0; r < N; r++) {
+			uint64_t lo = r * rs, hi = MIN(lo + rs, size);
+			bool hit = set ? (off < hi && end > lo && len) :
+					 (off <= lo && end >= hi && off < size && len);
+
+			if (hit && model[r] != set) {
+				model[r] = set;
+				changed++;
+			}
+		}
+		expect_count = set ? expect_count + changed : expect_count - changed;
+		got = set ? meta_bits_set_range(m, 0, off, len) :
+			    meta_bits_clear_range(m, 0, off, len);
+		CHECK_MSG(got == changed, "iter %u %s %ju+%ju: %ju != %ju", iter,
+			  set ? "set" : "clear", (uintmax_t)off, (uintmax_t)len,
+			  (uintmax_t)got, (uintmax_t)changed);
+		if (iter % 500 == 0)
+			CHECK(meta_bitmap_flush(m) == 0);
+	}
+	CHECK(meta_bits_count(m, 0) == expect_count);
+	for (uint64_t r = 0; r < N; r++)
+		CHECK(meta_bit_test(m, 0, r) == model[r]);
+	CHECK(meta_bitmap_flush(m) == 0);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	for (uint64_t r = 0; r < N; r++)
+		CHECK(meta_bit_test(m, 0, r) == model[r]);
+	meta_close(m);
+}
+
+/* ---- identifiers and names ----------------------------------------------- */
+
+static void test_ids(void)
+{
+	uint8_t a[16], b[16];
+	char s[37];
+
+	CHECK(meta_generate_uuid(a) == 0 && meta_generate_uuid(b) == 0);
+	CHECK(memcmp(a, b, 16) != 0);
+	uuid_format(a, s);
+	CHECK(s[14] == '4' && strchr("89ab", s[19]));
+	for (int i = 0; i < 1000; i++)
+		CHECK(meta_new_gen() != 0);
+	CHECK(meta_new_gen() != meta_new_gen());
+	CHECK(!strcmp(meta_disk_state_name(META_UPTODATE), "UpToDate"));
+	CHECK(!strcmp(meta_disk_state_name(META_OUTDATED), "Outdated"));
+	CHECK(!strcmp(meta_disk_state_name(META_DISKLESS), "Diskless"));
+	CHECK(!strcmp(meta_disk_state_name(META_INCONSISTENT), "Inconsistent"));
+	CHECK(!strcmp(meta_disk_state_name(META_CONSISTENT), "Consistent"));
+	CHECK(!strcmp(meta_disk_state_name(META_FAILED), "Failed"));
+	CHECK(!strcmp(meta_disk_state_name((enum meta_disk_state)77), "Unknown"));
+}
+
+int main(void)
+{
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 99;
+	}
+	test_roundtrip();
+	clean_dir();
+	test_create_exists();
+	clean_dir();
+	test_create_invalid();
+	clean_dir();
+	test_updates();
+	test_torn_update();
+	test_both_corrupt();
+	test_truncated();
+	test_garbage();
+	test_bad_fields();
+	test_busy();
+	test_bitmap_edges();
+	test_bitmap_pages();
+	test_bitmap_model();
+	test_ids();
+	clean_dir();
+	rmdir(dir);
+	return unit_done("test-meta");
+}
