@@ -23,6 +23,7 @@
 #include "log.h"
 #include "repl.h"
 #include "util.h"
+#include "wire.h"
 
 #define DEFAULT_CONFIG "/etc/replagent/replagent.conf"
 #define STOP_GRACE_MS 10000
@@ -37,6 +38,8 @@ struct daemon {
 	struct evloop *loop;
 	struct repl_engine *eng;
 	int pidfd;
+	uint8_t key[WIRE_KEY_MAX];
+	size_t key_len;
 	bool stop;
 	uint64_t stop_deadline;
 };
@@ -227,6 +230,41 @@ static int setup_loop(struct daemon *d)
 	return 0;
 }
 
+/* Fills the replication part of vc from the volume's replica lines: our
+ * own line is where we listen, the others are the peers. */
+static void replication_config(const struct cfg *cfg, const struct cfg_volume *cv,
+			       struct repl_volume_config *vc)
+{
+	for (unsigned i = 0; i < cv->n_replicas; i++) {
+		const struct cfg_replica *r = &cv->replicas[i];
+		if (strcmp(r->node, cfg->node) == 0) {
+			vc->listen_host = r->host;
+			vc->listen_port = r->port;
+		} else if (vc->n_peers < REPL_MAX_PEERS) {
+			vc->peers[vc->n_peers++] = (struct repl_peer_config){
+				r->node, r->host, r->port };
+		}
+	}
+	vc->node = cfg->node;
+	vc->outdate_timeout_ms = cfg->outdate_timeout_s * 1000;
+}
+
+/* The shared key, needed once any volume is replicated. */
+static int load_key(struct daemon *d)
+{
+	const char *why = NULL;
+	ssize_t n;
+
+	n = wire_key_load(d->cfg->key_file, d->key, sizeof(d->key), &why);
+	if (n < 0) {
+		log_err("cannot use key file %s: %s", d->cfg->key_file,
+			why ? why : strerror((int)-n));
+		return EX_CONFIG;
+	}
+	d->key_len = (size_t)n;
+	return 0;
+}
+
 static int add_volumes(struct daemon *d)
 {
 	const struct cfg *cfg = d->cfg;
@@ -253,6 +291,13 @@ static int add_volumes(struct daemon *d)
 		if (!vc.meta) {
 			snprintf(meta, sizeof(meta), "%s/%s.meta", cfg->state_dir, cv->name);
 			vc.meta = meta;
+		}
+		if (cv->n_replicas) {
+			if (!d->key_len && (r = load_key(d)))
+				return r;
+			replication_config(cfg, cv, &vc);
+			vc.key = d->key;
+			vc.key_len = d->key_len;
 		}
 		r = repl_volume_add(d->eng, &vc, NULL);
 		if (r < 0) {
@@ -371,5 +416,6 @@ out:
 	if (d.cfg && !ex)
 		log_notice("stopped");
 	cfg_free(d.cfg);
+	memset(d.key, 0, sizeof(d.key));
 	return ex;
 }

@@ -24,6 +24,21 @@ void repl__fd_del(struct repl_engine *eng, int fd)
 	eng->loop.ops->fd_del(eng->loop.data, fd);
 }
 
+int repl__timer_add(struct repl_engine *eng, uint64_t ms, repl_timer_fn fn, void *arg,
+		    void **handle)
+{
+	return eng->loop.ops->timer_add(eng->loop.data, ms, fn, arg, handle);
+}
+
+/* Cancels *handle if armed and clears it. */
+void repl__timer_del(struct repl_engine *eng, void **handle)
+{
+	if (*handle) {
+		eng->loop.ops->timer_del(eng->loop.data, *handle);
+		*handle = NULL;
+	}
+}
+
 int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 {
 	struct repl_engine *eng;
@@ -61,6 +76,8 @@ void repl_engine_free(struct repl_engine *eng)
 		return;
 	repl__nbd_listeners_close(eng);
 	/* Completions still reference their connections: drain them first. */
+	for (vol = eng->volumes; vol; vol = vol->next)
+		repl__volume_disconnect(vol);
 	for (vol = eng->volumes; vol; vol = vol->next)
 		repl__volume_quiesce(vol);
 	repl__nbd_conns_free(eng);

@@ -799,6 +799,127 @@ int meta_bitmap_flush(struct meta *m)
 	return 0;
 }
 
+/* A flush in two halves, so that only the copy runs on the loop thread and
+ * the writing on a worker.  Jobs must run one at a time, in the order they
+ * were begun: a later job's pages supersede an earlier one's. */
+struct meta_flush_run {
+	off_t off;
+	size_t len;
+	char *data;
+};
+
+struct meta_flush_job {
+	int fd;
+	const char *path;
+	size_t n, cap;
+	struct meta_flush_run *runs;
+};
+
+static int job_add(struct meta_flush_job *j, const char *src, size_t len, off_t off)
+{
+	struct meta_flush_run *r;
+
+	if (j->n == j->cap) {
+		size_t cap = j->cap ? j->cap * 2 : 8;
+		r = realloc(j->runs, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		j->runs = r;
+		j->cap = cap;
+	}
+	r = &j->runs[j->n];
+	r->data = malloc(len);
+	if (!r->data)
+		return -ENOMEM;
+	memcpy(r->data, src, len);
+	r->len = len;
+	r->off = off;
+	j->n++;
+	return 0;
+}
+
+static int job_add_peer(struct meta *m, struct meta_flush_job *j, unsigned peer)
+{
+	const uint8_t *ps = m->pstate[peer];
+	const char *bm = (const char *)m->bm[peer];
+	size_t p = 0, q;
+	int err;
+
+	while (p < m->npages) {
+		if (ps[p] == PAGE_CLEAN) {
+			p++;
+			continue;
+		}
+		for (q = p + 1; q < m->npages && ps[q] != PAGE_CLEAN; q++)
+			;
+		err = job_add(j, bm + p * META_BITMAP_PAGE, (q - p) * META_BITMAP_PAGE,
+			      (off_t)(META_BITMAP_OFFSET + peer * m->stride +
+				      p * META_BITMAP_PAGE));
+		if (err)
+			return err;
+		p = q;
+	}
+	return 0;
+}
+
+int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
+{
+	struct meta_flush_job *j;
+	int err = 0;
+
+	*out = NULL;
+	if (m->broken)
+		return m->broken;
+	if (!m->pages_dirty)
+		return 0;
+	j = calloc(1, sizeof(*j));
+	if (!j)
+		return -ENOMEM;
+	j->fd = m->fd;
+	j->path = m->path;
+	for (unsigned i = 0; i < META_MAX_PEERS && !err; i++)
+		err = job_add_peer(m, j, i);
+	if (err) {
+		meta_flush_job_free(j);
+		return err;
+	}
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		memset(m->pstate[i], PAGE_CLEAN, m->npages);
+	m->pages_set = 0;
+	m->pages_dirty = 0;
+	*out = j;
+	return 0;
+}
+
+int meta_flush_job_run(struct meta_flush_job *j)
+{
+	int err;
+
+	for (size_t i = 0; i < j->n; i++) {
+		err = full_pwrite(j->fd, j->runs[i].data, j->runs[i].len, j->runs[i].off);
+		if (err) {
+			log_err_errno(-err, "meta %s: writing bitmap", j->path);
+			return err;
+		}
+	}
+	if (fdatasync(j->fd) < 0) {
+		err = -errno;
+		log_err_errno(errno, "meta %s: fdatasync of the bitmap", j->path);
+		return err;
+	}
+	return 0;
+}
+
+void meta_flush_job_free(struct meta_flush_job *j)
+{
+	if (!j)
+		return;
+	for (size_t i = 0; i < j->n; i++)
+		free(j->runs[i].data);
+	free(j->runs);
+	free(j);
+}
+
 void meta_close(struct meta *m)
 {
 	if (!m)

@@ -144,4 +144,13 @@ int meta_generate_uuid(uint8_t uuid[16]);
 /* Random non-zero 64-bit generation identifier. */
 uint64_t meta_new_gen(void);
 
+/* Bitmap flush in two halves: _begin (the caller's thread, no I/O) copies
+ * the changed pages and marks them clean; _run (any thread) writes them and
+ * fdatasyncs.  Run jobs one at a time, in the order begun.  *job is NULL
+ * when nothing needs writing.  0 or -errno. */
+struct meta_flush_job;
+int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **job);
+int meta_flush_job_run(struct meta_flush_job *job);
+void meta_flush_job_free(struct meta_flush_job *job);
+
 #endif

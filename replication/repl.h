@@ -56,12 +56,30 @@ bool repl_engine_stopped(const struct repl_engine *eng);
 
 enum repl_role { REPL_SECONDARY = 0, REPL_PRIMARY = 1 };
 
+#define REPL_MAX_PEERS 2
+#define REPL_NAME_MAX 64
+
+struct repl_peer_config {
+	const char *node;	/* the peer's node name */
+	const char *host;	/* its replication address */
+	const char *port;
+};
+
 struct repl_volume_config {
 	const char *name;	/* NBD export name */
 	const char *backing;	/* regular file (created sparse) or block device */
 	const char *meta;	/* metadata file (created with the volume) */
 	uint64_t size;		/* bytes; 0 = size of an existing backing */
 	unsigned io_threads;	/* 0 = default */
+	/* Replication (n_peers == 0: a local volume, always Primary). */
+	const char *node;	/* this node's name */
+	const char *listen_host;	/* this replica's address */
+	const char *listen_port;
+	struct repl_peer_config peers[REPL_MAX_PEERS];
+	unsigned n_peers;
+	const uint8_t *key;	/* shared secret proving peers are ours */
+	size_t key_len;
+	unsigned outdate_timeout_ms;	/* how long I/O waits to outdate a lost peer */
 };
 
 /* Opens (or creates, for a file that does not exist) the volume and its
@@ -73,10 +91,57 @@ struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name);
 const char *repl_volume_name(const struct repl_volume *vol);
 uint64_t repl_volume_size(const struct repl_volume *vol);
 enum repl_role repl_volume_role(const struct repl_volume *vol);
-int repl_volume_set_role(struct repl_volume *vol, enum repl_role role);
 /* Number of NBD clients attached to the volume. */
 unsigned repl_volume_clients(const struct repl_volume *vol);
 void repl_volume_uuid(const struct repl_volume *vol, char out[37]);
+
+/* ---- roles and status --------------------------------------------------- */
+
+enum repl_link_state {
+	REPL_LINK_STANDALONE,	/* refuses to connect (split brain, wrong peer) */
+	REPL_LINK_DISCONNECTED,
+	REPL_LINK_CONNECTING,
+	REPL_LINK_CONNECTED,
+	REPL_LINK_SYNC_SOURCE,
+	REPL_LINK_SYNC_TARGET,
+};
+
+struct repl_peer_status {
+	char node[REPL_NAME_MAX + 1];
+	enum repl_link_state link;
+	const char *link_name;		/* "Connected", "SyncSource", ... */
+	const char *peer_role;		/* "Primary", "Secondary", "Unknown" */
+	const char *peer_disk;		/* "UpToDate", "Outdated", ..., "DUnknown" */
+	uint64_t out_of_sync_bytes;	/* what the peer misses */
+	uint64_t resync_total_bytes;	/* of the running (or last) resync */
+	uint64_t resync_done_bytes;
+	uint64_t resync_rate_bps;	/* recent bytes per second */
+	int64_t resync_eta_s;		/* -1 when unknown */
+	uint64_t resync_sent_bytes;	/* data sent by resyncs since start */
+	char reason[128];		/* why StandAlone / Disconnected, if known */
+};
+
+struct repl_volume_status {
+	char name[REPL_NAME_MAX + 1];
+	char uuid[37];
+	uint64_t size;
+	const char *role;		/* "Primary" / "Secondary" */
+	const char *disk;		/* "UpToDate", ... */
+	unsigned clients;
+	bool io_frozen;			/* writes wait for a lost peer's outdate */
+	unsigned n_peers;
+	struct repl_peer_status peers[REPL_MAX_PEERS];
+};
+
+struct repl_volume *repl_volume_first(struct repl_engine *eng);
+struct repl_volume *repl_volume_next(struct repl_volume *vol);
+void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status *st);
+
+/* Role changes, with the rule that refused them in why (0 or -errno:
+ * -EBUSY another replica is Primary / clients attached, -EPERM local disk
+ * not UpToDate without force). */
+int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t whylen);
+int repl_volume_demote(struct repl_volume *vol, char *why, size_t whylen);
 
 /* ---- NBD ------------------------------------------------------------ */
 

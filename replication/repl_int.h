@@ -26,6 +26,7 @@ enum repl_io_op {
 	REPL_IO_FLUSH,
 	REPL_IO_TRIM,
 	REPL_IO_ZERO,
+	REPL_IO_CALL,		/* run ->fn(->arg) on a worker */
 };
 
 #define REPL_IO_FUA	(1u << 0)	/* durable before completion */
@@ -38,6 +39,8 @@ struct repl_io {
 	uint32_t len;
 	void *buf;
 	int result;			/* 0 or -errno, set before ->done */
+	int (*fn)(void *arg);		/* REPL_IO_CALL */
+	void *arg;
 	void (*done)(struct repl_io *io);	/* loop thread */
 	struct repl_io *next;		/* pool queue linkage */
 };
@@ -49,6 +52,12 @@ struct repl_engine {
 	struct nbd_conn *conns;
 	bool stopping;
 };
+
+struct peer;
+struct vwrite;
+struct sapply;
+struct meta_flush_job;
+struct vol_listener;
 
 struct repl_volume {
 	struct repl_engine *eng;
@@ -64,6 +73,31 @@ struct repl_volume {
 	bool opened;			/* fully opened: record a clean close */
 	unsigned clients;
 	unsigned inflight;		/* local I/Os submitted, not yet done */
+
+	/* replication (replicate.c, peer.c, resync.c) */
+	char *node;
+	struct vol_listener *listener;
+	struct peer *peers[REPL_MAX_PEERS];
+	unsigned n_peers;
+	uint8_t *key;
+	size_t key_len;
+	unsigned outdate_timeout_ms;
+	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
+	uint64_t seq;			/* last write sequence number sent */
+	struct vwrite *writes;		/* Primary: in flight, newest first */
+	struct sapply *applying;	/* Secondary: peer writes in flight */
+	struct sapply *apply_wait_head, *apply_wait_tail;
+	/* bitmap flushes run one at a time; writes wait for the one that
+	 * covers the bits they set */
+	bool bm_flushing;
+	struct vwrite *bm_wait_cur, *bm_wait_next;
+	struct repl_io bm_io;
+	struct meta_flush_job *bm_job;
+	/* acknowledgements held until a lost peer is recorded Outdated */
+	unsigned freeze;
+	bool closing;
+	struct vwrite *frozen;
+	void *freeze_timer;
 };
 
 /* ---- loop helpers (engine.c) ---- */
@@ -78,6 +112,10 @@ int repl__store_open(const char *path, uint64_t create_size, int *fd,
 		     uint64_t *size, bool *blockdev);
 /* Runs io synchronously (worker thread); returns 0 or -errno. */
 int repl__store_exec(int fd, bool blockdev, struct repl_io *io);
+/* Loop helpers for timers. */
+int repl__timer_add(struct repl_engine *eng, uint64_t ms, repl_timer_fn fn, void *arg,
+		    void **handle);
+void repl__timer_del(struct repl_engine *eng, void **handle);
 /* Tries a READ from the page cache without blocking: 0 when done,
  * -EAGAIN when it must go to a worker, other -errno on error. */
 int repl__store_read_nowait(int fd, struct repl_io *io);
@@ -93,7 +131,10 @@ void repl__iopool_free(struct iopool *pool);
 /* Starts io against the local replica; io->done runs on the loop thread,
  * possibly before this returns (a read served from the page cache). */
 void repl__volume_io(struct repl_volume *vol, struct repl_io *io);
-/* Finishes queued I/O (running ->done), stops the workers.  */
+/* Teardown in three steps, across all volumes in this order: disconnect
+ * (replication stops), quiesce (queued I/O finishes, ->done runs, workers
+ * stop), free. */
+void repl__volume_disconnect(struct repl_volume *vol);
 void repl__volume_quiesce(struct repl_volume *vol);
 void repl__volume_free(struct repl_volume *vol);
 

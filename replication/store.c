@@ -142,6 +142,8 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 		return store_write(fd, io);
 	case REPL_IO_FLUSH:
 		return fdatasync(fd) < 0 ? -errno : 0;
+	case REPL_IO_CALL:
+		return io->fn(io->arg);
 	case REPL_IO_TRIM:
 		r = store_trim(fd, blockdev, io);
 		break;

@@ -6,19 +6,26 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "log.h"
 #include "meta.h"
+#include "peer.h"
 #include "repl_int.h"
 #include "util.h"
 
 #define DEFAULT_IO_THREADS 8
 #define MAX_IO_THREADS 64
 
-static int volume_new_meta(struct repl_volume *vol, const char *path)
+/* A new local volume is Primary from the start.  A new replica is a blank
+ * Secondary: generation 0, and UpToDate, because a sparse new file reads
+ * as zeroes like every other new replica; two blank replicas need no
+ * initial sync, a blank one joining a written one gets a full one. */
+static int volume_new_meta(struct repl_volume *vol, const char *path,
+			   const struct repl_volume_config *cfg)
 {
 	struct meta_super sb;
 	int r;
@@ -29,23 +36,26 @@ static int volume_new_meta(struct repl_volume *vol, const char *path)
 		return r;
 	sb.size = vol->size;
 	sb.region_shift = 16;
-	sb.role = REPL_PRIMARY;
+	sb.role = cfg->n_peers ? REPL_SECONDARY : REPL_PRIMARY;
 	sb.disk_state = META_UPTODATE;
-	sb.gen_current = meta_new_gen();
+	sb.gen_current = cfg->n_peers ? 0 : meta_new_gen();
+	for (unsigned i = 0; i < cfg->n_peers; i++)
+		snprintf(sb.peers[i].node, sizeof(sb.peers[i].node), "%s", cfg->peers[i].node);
 	r = meta_create(path, &sb, &vol->meta);
 	if (r == 0)
 		plog(LOG_NOTICE, vol->name, "created metadata %s", path);
 	return r;
 }
 
-static int volume_open_meta(struct repl_volume *vol, const char *path)
+static int volume_open_meta(struct repl_volume *vol, const char *path,
+			    const struct repl_volume_config *cfg)
 {
 	const struct meta_super *sb;
 	struct meta_super upd;
 	int r;
 
 	if (access(path, F_OK) < 0 && errno == ENOENT)
-		return volume_new_meta(vol, path);
+		return volume_new_meta(vol, path, cfg);
 	r = meta_open(path, &vol->meta);
 	if (r < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
@@ -59,10 +69,17 @@ static int volume_open_meta(struct repl_volume *vol, const char *path)
 		     (unsigned long long)sb->size);
 		return -EINVAL;
 	}
-	if (!(sb->flags & META_F_CLEAN))
-		plog(LOG_WARNING, vol->name, "was not shut down cleanly");
-	/* Open for business: clear the clean flag until we close cleanly. */
 	upd = *sb;
+	if (!(sb->flags & META_F_CLEAN)) {
+		plog(LOG_WARNING, vol->name, "was not shut down cleanly%s",
+		     sb->role == REPL_PRIMARY ? " while Primary" : "");
+		if (sb->role == REPL_PRIMARY && cfg->n_peers)
+			upd.flags |= META_F_PRIMARY_CRASHED;
+	}
+	/* A replica starts as Secondary; only a local volume keeps its role. */
+	if (cfg->n_peers)
+		upd.role = REPL_SECONDARY;
+	/* Open for business: clear the clean flag until we close cleanly. */
 	upd.flags &= ~META_F_CLEAN;
 	return meta_update(vol->meta, &upd);
 }
@@ -74,6 +91,33 @@ static int volume_check_size(const struct repl_volume_config *cfg, uint64_t size
 	if (cfg->size && cfg->size != size)
 		return -EINVAL;
 	return 0;
+}
+
+static uint8_t disk_from_meta(uint8_t d)
+{
+	switch (d) {
+	case META_UPTODATE: return GEN_DISK_UPTODATE;
+	case META_OUTDATED: return GEN_DISK_OUTDATED;
+	case META_CONSISTENT: return GEN_DISK_CONSISTENT;
+	case META_DISKLESS: return GEN_DISK_DISKLESS;
+	default: return GEN_DISK_INCONSISTENT;
+	}
+}
+
+static int replication_setup(struct repl_volume *vol, const struct repl_volume_config *cfg)
+{
+	if (!cfg->n_peers)
+		return 0;
+	if (!cfg->node || !cfg->key || cfg->key_len == 0 || cfg->n_peers > REPL_MAX_PEERS)
+		return -EINVAL;
+	vol->node = strdup(cfg->node);
+	vol->key = malloc(cfg->key_len);
+	if (!vol->node || !vol->key)
+		return -ENOMEM;
+	memcpy(vol->key, cfg->key, cfg->key_len);
+	vol->key_len = cfg->key_len;
+	vol->outdate_timeout_ms = cfg->outdate_timeout_ms ? cfg->outdate_timeout_ms : 10000;
+	return repl__peers_start(vol, cfg);
 }
 
 int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cfg,
@@ -121,11 +165,15 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		     (unsigned long long)vol->size, (unsigned long long)cfg->size);
 		goto fail;
 	}
-	r = volume_open_meta(vol, cfg->meta);
+	r = volume_open_meta(vol, cfg->meta, cfg);
 	if (r < 0)
 		goto fail;
 	vol->role = meta_get(vol->meta)->role ? REPL_PRIMARY : REPL_SECONDARY;
+	vol->disk_state = disk_from_meta(meta_get(vol->meta)->disk_state);
 	r = repl__iopool_new(eng, threads, vol->fd, vol->blockdev, vol->name, &vol->pool);
+	if (r < 0)
+		goto fail;
+	r = replication_setup(vol, cfg);
 	if (r < 0)
 		goto fail;
 	vol->opened = true;
@@ -139,6 +187,13 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 fail:
 	repl__volume_free(vol);
 	return r;
+}
+
+/* Stops replicating: held acknowledgements go, connections close. */
+void repl__volume_disconnect(struct repl_volume *vol)
+{
+	repl__rep_close(vol);
+	repl__peers_stop(vol);
 }
 
 void repl__volume_quiesce(struct repl_volume *vol)
@@ -155,7 +210,9 @@ void repl__volume_free(struct repl_volume *vol)
 
 	if (!vol)
 		return;
+	repl__volume_disconnect(vol);
 	repl__volume_quiesce(vol);
+	repl__peers_free(vol);
 	if (vol->fd >= 0 && fdatasync(vol->fd) < 0)
 		plog_errno(LOG_ERR, vol->name, errno, "fdatasync at close");
 	if (vol->opened) {
@@ -169,6 +226,10 @@ void repl__volume_free(struct repl_volume *vol)
 		close(vol->fd);
 	free(vol->name);
 	free(vol->backing);
+	free(vol->node);
+	if (vol->key)
+		memset(vol->key, 0, vol->key_len);
+	free(vol->key);
 	free(vol);
 }
 
@@ -190,25 +251,6 @@ void repl_volume_uuid(const struct repl_volume *vol, char out[37])
 	uuid_format(meta_get(vol->meta)->uuid, out);
 }
 
-int repl_volume_set_role(struct repl_volume *vol, enum repl_role role)
-{
-	struct meta_super sb;
-	int r;
-
-	if (role == vol->role)
-		return 0;
-	if (role == REPL_SECONDARY && vol->clients > 0)
-		return -EBUSY;	/* like DRBD: still held open by a client */
-	sb = *meta_get(vol->meta);
-	sb.role = (uint8_t)role;
-	r = meta_update(vol->meta, &sb);
-	if (r < 0)
-		return r;
-	vol->role = role;
-	plog(LOG_NOTICE, vol->name, "role is now %s",
-	     role == REPL_PRIMARY ? "Primary" : "Secondary");
-	return 0;
-}
 
 void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 {
@@ -221,6 +263,9 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 			io->done(io);
 			return;
 		}
+	} else if (vol->n_peers && vol->role == REPL_PRIMARY) {
+		repl__rep_io(vol, io);
+		return;
 	}
 	repl__iopool_submit(vol->pool, io);
 }

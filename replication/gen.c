@@ -1,0 +1,543 @@
+/* gen.c: see gen.h.
+ *
+ * gen_decide() decision table, after DRBD's drbd_uuid_compare() and
+ * drbd_sync_handshake().  The first matching row wins.  L = local, P = peer;
+ * c, b, h = current, bitmap, history generations; "x in h" = equal to a
+ * non-zero history entry.  A primed row is the mirror of the row above it:
+ * local and peer swapped, SOURCE and TARGET swapped.  The table in
+ * tests/unit/test-gen.c has test rows for every row here, in this order.
+ *
+ * rule  condition                                         decision
+ * ----  ------------------------------------------------  ----------------
+ *   1   L or P Diskless                                   NO_SYNC
+ *   2   L.c == 0 and P.c == 0          (both blank)       NO_SYNC
+ *   3   L.c == 0                       (local blank)      TARGET_FULL
+ *   3'  P.c == 0                                          SOURCE_FULL
+ *   4   L.c == P.c, neither crashed as Primary            NO_SYNC
+ *   5   L.c == P.c, only L crashed as Primary             SOURCE_BITMAP (AL)
+ *   5'  L.c == P.c, only P crashed as Primary             TARGET_BITMAP (AL)
+ *   6   L.c == P.c, both crashed, L.id < P.id             SOURCE_BITMAP (AL)
+ *   6'  L.c == P.c, both crashed, L.id > P.id             TARGET_BITMAP (AL)
+ *   7   L.c == P.c, both crashed, L.id == P.id            REFUSE
+ *   8   (L.b == P.c or P.c in L.h) and
+ *       (P.b == L.c or L.c in P.h)     (points both ways) SPLIT_BRAIN
+ *   9   P.b == L.c                                        TARGET_BITMAP
+ *   9'  L.b == P.c                                        SOURCE_BITMAP
+ *  10   L.c in P.h                                        TARGET_FULL
+ *  10'  P.c in L.h                                        SOURCE_FULL
+ *  11   L.b == P.b != 0                                   SPLIT_BRAIN (auto-
+ *                                                         recoverable)
+ *  12   {L.b, L.h} and {P.b, P.h} share a non-zero id     SPLIT_BRAIN
+ *  13   otherwise                                         UNRELATED
+ *
+ * Then disk states and roles, on the result of rules 2..13:
+ *
+ *  20   exactly one side Inconsistent, the other          the consistent side
+ *       consistent, and the result is neither UNRELATED   is source: BITMAP
+ *       nor already that sync                             after rules 5, 6,
+ *                                                         9, 11, else FULL
+ *  21   the source's disk is not consistent               REFUSE
+ *  22   the target is a Primary with consistent data      REFUSE
+ *
+ * Departures from DRBD: generations carry no flag bits (no masking); rule 8
+ * makes contradictory generations split brain instead of letting rule order
+ * pick a side, which keeps the table symmetric by construction; rule 12
+ * counts a bitmap generation found in the other side's history as a common
+ * ancestor; rule 20 after rule 4 is a full sync (DRBD: bitmap); rule 6
+ * breaks the tie by node id instead of by connection direction. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "gen.h"
+#include "util.h"
+
+static struct gen_verdict verdict(enum gen_decision d, enum gen_rule r, const char *why)
+{
+	return (struct gen_verdict){ .decision = d, .rule = r, .reason = why };
+}
+
+bool gen_disk_consistent(uint8_t disk)
+{
+	return disk == GEN_DISK_OUTDATED || disk == GEN_DISK_CONSISTENT ||
+	       disk == GEN_DISK_UPTODATE;
+}
+
+enum gen_decision gen_decision_mirror(enum gen_decision d)
+{
+	switch (d) {
+	case GEN_SOURCE_BITMAP: return GEN_TARGET_BITMAP;
+	case GEN_TARGET_BITMAP: return GEN_SOURCE_BITMAP;
+	case GEN_SOURCE_FULL: return GEN_TARGET_FULL;
+	case GEN_TARGET_FULL: return GEN_SOURCE_FULL;
+	default: return d;
+	}
+}
+
+const char *gen_decision_name(enum gen_decision d)
+{
+	static const char *const names[] = {
+		[GEN_NO_SYNC] = "no-sync",
+		[GEN_SOURCE_BITMAP] = "source-bitmap",
+		[GEN_TARGET_BITMAP] = "target-bitmap",
+		[GEN_SOURCE_FULL] = "source-full",
+		[GEN_TARGET_FULL] = "target-full",
+		[GEN_SPLIT_BRAIN] = "split-brain",
+		[GEN_UNRELATED] = "unrelated",
+		[GEN_REFUSE] = "refuse",
+	};
+
+	if ((unsigned)d < ARRAY_SIZE(names) && names[d])
+		return names[d];
+	return "?";
+}
+
+const char *gen_disk_name(uint8_t disk)
+{
+	static const char *const names[] = {
+		[GEN_DISK_DISKLESS] = "Diskless",
+		[GEN_DISK_INCONSISTENT] = "Inconsistent",
+		[GEN_DISK_OUTDATED] = "Outdated",
+		[GEN_DISK_CONSISTENT] = "Consistent",
+		[GEN_DISK_UPTODATE] = "UpToDate",
+		[GEN_DISK_UNKNOWN] = "DUnknown",
+	};
+
+	return disk < ARRAY_SIZE(names) ? names[disk] : "?";
+}
+
+static bool is_source(enum gen_decision d)
+{
+	return d == GEN_SOURCE_BITMAP || d == GEN_SOURCE_FULL;
+}
+
+static bool is_target(enum gen_decision d)
+{
+	return d == GEN_TARGET_BITMAP || d == GEN_TARGET_FULL;
+}
+
+static bool in_history(uint64_t id, const struct gen_side *s)
+{
+	for (unsigned i = 0; i < GEN_HISTORY; i++)
+		if (s->history[i] && s->history[i] == id)
+			return true;
+	return false;
+}
+
+/* Rule 12: a non-zero id among one side's bitmap and history that is also
+ * among the other's. */
+static bool share_ancestor(const struct gen_side *a, const struct gen_side *b)
+{
+	const uint64_t x[] = { a->bitmap, a->history[0], a->history[1] };
+	const uint64_t y[] = { b->bitmap, b->history[0], b->history[1] };
+
+	for (unsigned i = 0; i < ARRAY_SIZE(x); i++)
+		for (unsigned j = 0; j < ARRAY_SIZE(y); j++)
+			if (x[i] && x[i] == y[j])
+				return true;
+	return false;
+}
+
+/* Rules 4..7: same current generation. */
+static struct gen_verdict same_current(const struct gen_side *l, const struct gen_side *p)
+{
+	static const char crashed[] = "same current; the crashed Primary resyncs its activity log";
+	static const char both[] = "same current; both crashed as Primary, the lower node id "
+				   "resyncs the activity logs";
+
+	if (!l->crashed_primary && !p->crashed_primary)
+		return verdict(GEN_NO_SYNC, GEN_R_SAME, "same current generation");
+	if (!p->crashed_primary)
+		return verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, crashed);
+	if (!l->crashed_primary)
+		return verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, crashed);
+	if (l->node_id < p->node_id)
+		return verdict(GEN_SOURCE_BITMAP, GEN_R_BOTH_CRASHED, both);
+	if (l->node_id > p->node_id)
+		return verdict(GEN_TARGET_BITMAP, GEN_R_BOTH_CRASHED, both);
+	return verdict(GEN_REFUSE, GEN_R_BOTH_CRASHED_TIE,
+		       "same current; both crashed as Primary and node ids are equal");
+}
+
+/* Rules 2..13: generations only. */
+static struct gen_verdict compare_gens(const struct gen_side *l, const struct gen_side *p)
+{
+	bool src, tgt;
+
+	if (!l->current && !p->current)
+		return verdict(GEN_NO_SYNC, GEN_R_BOTH_BLANK, "both replicas are blank");
+	if (!l->current)
+		return verdict(GEN_TARGET_FULL, GEN_R_BLANK, "a blank replica syncs fully");
+	if (!p->current)
+		return verdict(GEN_SOURCE_FULL, GEN_R_BLANK, "a blank replica syncs fully");
+	if (l->current == p->current)
+		return same_current(l, p);
+
+	/* Both currents are non-zero from here on, so zero never matches. */
+	src = l->bitmap == p->current || in_history(p->current, l);
+	tgt = p->bitmap == l->current || in_history(l->current, p);
+	if (src && tgt)
+		return verdict(GEN_SPLIT_BRAIN, GEN_R_BOTH_WAYS,
+			       "each current is an ancestor of the other");
+	if (p->bitmap == l->current)
+		return verdict(GEN_TARGET_BITMAP, GEN_R_BITMAP,
+			       "target's current is the source's bitmap generation");
+	if (l->bitmap == p->current)
+		return verdict(GEN_SOURCE_BITMAP, GEN_R_BITMAP,
+			       "target's current is the source's bitmap generation");
+	if (tgt)
+		return verdict(GEN_TARGET_FULL, GEN_R_HISTORY,
+			       "target's current is in the source's history");
+	if (src)
+		return verdict(GEN_SOURCE_FULL, GEN_R_HISTORY,
+			       "target's current is in the source's history");
+	if (l->bitmap && l->bitmap == p->bitmap)
+		return verdict(GEN_SPLIT_BRAIN, GEN_R_SB_BITMAP,
+			       "both changed since the same bitmap generation");
+	if (share_ancestor(l, p))
+		return verdict(GEN_SPLIT_BRAIN, GEN_R_SB_ANCESTOR,
+			       "both changed since a common ancestor");
+	return verdict(GEN_UNRELATED, GEN_R_UNRELATED, "no common generation");
+}
+
+/* Rules 21 and 22. */
+static struct gen_verdict guard(const struct gen_side *l, const struct gen_side *p,
+				struct gen_verdict v)
+{
+	const struct gen_side *src, *tgt;
+
+	if (is_source(v.decision)) {
+		src = l;
+		tgt = p;
+	} else if (is_target(v.decision)) {
+		src = p;
+		tgt = l;
+	} else {
+		return v;
+	}
+	if (!gen_disk_consistent(src->disk_state))
+		return verdict(GEN_REFUSE, GEN_R_SOURCE_INCONSISTENT,
+			       "the sync source's data is not consistent");
+	if (tgt->primary && gen_disk_consistent(tgt->disk_state))
+		return verdict(GEN_REFUSE, GEN_R_TARGET_PRIMARY,
+			       "the sync target is a Primary with consistent data");
+	return v;
+}
+
+/* Rule 20. */
+static struct gen_verdict inconsistent_side(const struct gen_side *l,
+					    const struct gen_side *p,
+					    struct gen_verdict v)
+{
+	bool l_ok = gen_disk_consistent(l->disk_state);
+	bool p_ok = gen_disk_consistent(p->disk_state);
+	bool bitmap;
+	enum gen_decision d;
+
+	if (v.decision == GEN_UNRELATED)
+		return v;
+	if (!(l->disk_state == GEN_DISK_INCONSISTENT && p_ok) &&
+	    !(p->disk_state == GEN_DISK_INCONSISTENT && l_ok))
+		return v;
+	bitmap = v.rule == GEN_R_CRASHED || v.rule == GEN_R_BOTH_CRASHED ||
+		 v.rule == GEN_R_BITMAP || v.rule == GEN_R_SB_BITMAP;
+	if (l_ok)
+		d = bitmap ? GEN_SOURCE_BITMAP : GEN_SOURCE_FULL;
+	else
+		d = bitmap ? GEN_TARGET_BITMAP : GEN_TARGET_FULL;
+	if (d == v.decision)
+		return v;
+	return verdict(d, GEN_R_INCONSISTENT,
+		       "one side is Inconsistent: the consistent side is the source");
+}
+
+struct gen_verdict gen_decide(const struct gen_side *local, const struct gen_side *peer)
+{
+	struct gen_verdict v;
+
+	if (local->disk_state == GEN_DISK_DISKLESS || peer->disk_state == GEN_DISK_DISKLESS)
+		return verdict(GEN_NO_SYNC, GEN_R_DISKLESS, "a diskless side has nothing to resync");
+	v = compare_gens(local, peer);
+	v = inconsistent_side(local, peer, v);
+	return guard(local, peer, v);
+}
+
+struct gen_verdict gen_after_split_brain(const struct gen_side *local,
+					 const struct gen_side *peer,
+					 enum sb_outcome outcome)
+{
+	struct gen_verdict v = gen_decide(local, peer);
+
+	if (v.decision != GEN_SPLIT_BRAIN || v.rule != GEN_R_SB_BITMAP)
+		return v;
+	if (outcome != SB_KEEP_LOCAL && outcome != SB_KEEP_PEER)
+		return v;
+	v = verdict(outcome == SB_KEEP_LOCAL ? GEN_SOURCE_BITMAP : GEN_TARGET_BITMAP,
+		    GEN_R_SB_RESOLVED, "split brain resolved: bitmap resync from the kept side");
+	return guard(local, peer, v);
+}
+
+/* ---- transitions ------------------------------------------------------ */
+
+static bool id_fresh(const struct gen_side *s, uint64_t id)
+{
+	return id && id != s->current && id != s->bitmap && !in_history(id, s);
+}
+
+static void push_history(struct gen_side *s, uint64_t id)
+{
+	memmove(&s->history[1], &s->history[0], sizeof(s->history) - sizeof(s->history[0]));
+	s->history[0] = id;
+}
+
+/* The old current goes to the bitmap, or to the history when the bitmap
+ * already tracks an earlier split. */
+static void rotate_current(struct gen_side *s, uint64_t new_id)
+{
+	if (s->current) {
+		if (!s->bitmap)
+			s->bitmap = s->current;
+		else
+			push_history(s, s->current);
+	}
+	s->current = new_id;
+}
+
+void gen_new_volume(struct gen_side *s)
+{
+	uint32_t node_id = s->node_id;
+
+	memset(s, 0, sizeof(*s));
+	s->node_id = node_id;
+	s->disk_state = GEN_DISK_INCONSISTENT;
+}
+
+int gen_on_force_uptodate(struct gen_side *s, uint64_t new_id)
+{
+	if (!id_fresh(s, new_id))
+		return -EINVAL;
+	rotate_current(s, new_id);
+	s->disk_state = GEN_DISK_UPTODATE;
+	return 0;
+}
+
+int gen_on_promote_disconnected(struct gen_side *s, uint64_t new_id)
+{
+	if (s->disk_state != GEN_DISK_UPTODATE && s->disk_state != GEN_DISK_CONSISTENT)
+		return -ESTALE;
+	if (!id_fresh(s, new_id))
+		return -EINVAL;
+	if (!s->bitmap)
+		rotate_current(s, new_id);
+	s->disk_state = GEN_DISK_UPTODATE;
+	s->primary = true;
+	return 0;
+}
+
+int gen_on_disconnect_primary(struct gen_side *s, uint64_t new_id)
+{
+	if (!s->primary)
+		return 0;
+	if (!id_fresh(s, new_id))
+		return -EINVAL;
+	rotate_current(s, new_id);
+	return 0;
+}
+
+int gen_on_sync_source_start(struct gen_side *s, uint64_t new_id, uint64_t *sync_id)
+{
+	if (!gen_disk_consistent(s->disk_state) || !s->current)
+		return -ESTALE;
+	if (!s->bitmap) {
+		if (!id_fresh(s, new_id))
+			return -EINVAL;
+		s->bitmap = new_id;
+	}
+	*sync_id = s->bitmap;
+	return 0;
+}
+
+int gen_on_sync_target_start(struct gen_side *s, uint64_t sync_id)
+{
+	if (!sync_id)
+		return -EINVAL;
+	s->current = sync_id;
+	s->bitmap = 0;
+	s->disk_state = GEN_DISK_INCONSISTENT;
+	return 0;
+}
+
+int gen_on_resync_done(struct gen_side *s)
+{
+	if (!s->bitmap)
+		return -EINVAL;
+	push_history(s, s->bitmap);
+	s->bitmap = 0;
+	s->crashed_primary = false;
+	return 0;
+}
+
+int gen_on_resync_done_target(struct gen_side *s, const struct gen_side *source)
+{
+	struct gen_side after = *source;
+
+	if (!source->bitmap || s->current != source->bitmap)
+		return -ESTALE;
+	gen_on_resync_done(&after);
+	s->current = after.current;
+	s->bitmap = 0;
+	memcpy(s->history, after.history, sizeof(s->history));
+	s->disk_state = source->disk_state;
+	s->crashed_primary = false;
+	return 0;
+}
+
+/* ---- split-brain recovery policy ------------------------------------- */
+
+static const char *const sb_names[] = {
+	[SB_DISCONNECT] = "disconnect",
+	[SB_DISCARD_ZERO_CHANGES] = "discard-zero-changes",
+	[SB_DISCARD_LEAST_CHANGES] = "discard-least-changes",
+	[SB_DISCARD_SECONDARY] = "discard-secondary",
+	[SB_CONSENSUS] = "consensus",
+};
+
+const char *sb_policy_name(enum sb_policy pol)
+{
+	if ((unsigned)pol < ARRAY_SIZE(sb_names))
+		return sb_names[pol];
+	return "?";
+}
+
+int sb_policy_parse(const char *s, enum sb_policy *out)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(sb_names); i++) {
+		if (strcmp(s, sb_names[i]) == 0) {
+			*out = (enum sb_policy)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+bool sb_policy_valid(unsigned primaries, enum sb_policy pol)
+{
+	switch (primaries) {
+	case 0:
+		return pol == SB_DISCONNECT || pol == SB_DISCARD_ZERO_CHANGES ||
+		       pol == SB_DISCARD_LEAST_CHANGES;
+	case 1:
+		return pol == SB_DISCONNECT || pol == SB_DISCARD_SECONDARY ||
+		       pol == SB_CONSENSUS;
+	case 2:
+		return pol == SB_DISCONNECT;
+	default:
+		return false;
+	}
+}
+
+/* What a 0-primary policy prefers, before ties are broken. */
+enum sb_pref { PREF_NONE, PREF_LOCAL, PREF_PEER, PREF_TIE };
+
+static enum sb_pref sb_prefer(const struct sb_side *l, const struct sb_side *p,
+			      enum sb_policy pol, const char **why)
+{
+	switch (pol) {
+	case SB_DISCARD_ZERO_CHANGES:
+		if (!l->changes && !p->changes) {
+			*why = "neither side changed";
+			return PREF_TIE;
+		}
+		if (l->changes && p->changes) {
+			*why = "both sides changed";
+			return PREF_NONE;
+		}
+		*why = "only one side changed: it is kept";
+		return l->changes ? PREF_LOCAL : PREF_PEER;
+	case SB_DISCARD_LEAST_CHANGES:
+		if (l->changes == p->changes) {
+			*why = "both sides changed as much";
+			return PREF_TIE;
+		}
+		*why = "the side with more changes is kept";
+		return l->changes > p->changes ? PREF_LOCAL : PREF_PEER;
+	case SB_DISCONNECT:
+		*why = "policy is disconnect";
+		return PREF_NONE;
+	default:
+		*why = "policy not valid without a Primary";
+		return PREF_NONE;
+	}
+}
+
+static struct sb_verdict sb_verdict(enum sb_outcome o, const char *why)
+{
+	return (struct sb_verdict){ .outcome = o, .reason = why };
+}
+
+static struct sb_verdict sb_keep(bool local, const char *why)
+{
+	return sb_verdict(local ? SB_KEEP_LOCAL : SB_KEEP_PEER, why);
+}
+
+static struct sb_verdict sb_0pri(const struct sb_side *l, const struct sb_side *p,
+				 enum sb_policy pol)
+{
+	const char *why;
+
+	switch (sb_prefer(l, p, pol, &why)) {
+	case PREF_LOCAL:
+		return sb_keep(true, why);
+	case PREF_PEER:
+		return sb_keep(false, why);
+	case PREF_TIE:
+		if (l->node_id == p->node_id)
+			return sb_verdict(SB_STAY_STANDALONE, "tie, and node ids are equal");
+		return sb_keep(l->node_id < p->node_id, "tie: the lower node id is kept");
+	default:
+		return sb_verdict(SB_STAY_STANDALONE, why);
+	}
+}
+
+static struct sb_verdict sb_1pri(const struct sb_side *l, const struct sb_side *p,
+				 const struct sb_config *cfg)
+{
+	const char *why;
+	enum sb_pref pref;
+
+	switch (cfg->after_sb_1pri) {
+	case SB_DISCONNECT:
+		return sb_verdict(SB_STAY_STANDALONE, "policy is disconnect");
+	case SB_DISCARD_SECONDARY:
+		return sb_keep(l->primary, "the Primary is kept");
+	case SB_CONSENSUS:
+		if (!sb_policy_valid(0, cfg->after_sb_0pri))
+			return sb_verdict(SB_STAY_STANDALONE,
+					  "consensus: policy without a Primary not valid");
+		pref = sb_prefer(l, p, cfg->after_sb_0pri, &why);
+		if (pref == PREF_TIE || pref == (l->primary ? PREF_LOCAL : PREF_PEER))
+			return sb_keep(l->primary, "consensus: the Primary is kept");
+		return sb_verdict(SB_STAY_STANDALONE,
+				  "consensus: the policy without a Primary would not keep it");
+	default:
+		return sb_verdict(SB_STAY_STANDALONE, "policy not valid with one Primary");
+	}
+}
+
+struct sb_verdict sb_decide(const struct sb_side *local, const struct sb_side *peer,
+			    const struct sb_config *cfg)
+{
+	unsigned primaries = (unsigned)local->primary + (unsigned)peer->primary;
+
+	switch (primaries) {
+	case 0:
+		if (!sb_policy_valid(0, cfg->after_sb_0pri))
+			return sb_verdict(SB_STAY_STANDALONE, "policy not valid without a Primary");
+		return sb_0pri(local, peer, cfg->after_sb_0pri);
+	case 1:
+		return sb_1pri(local, peer, cfg);
+	default:
+		return sb_verdict(SB_STAY_STANDALONE, "two Primaries: never resolved automatically");
+	}
+}

@@ -1,0 +1,1119 @@
+/* peer.c: the connections between the replicas of a volume.  Each pair of
+ * replicas has one TCP connection; the node whose name sorts first opens
+ * it, the other accepts on its replica address.  A connection authenticates
+ * both sides (wire.h: HMAC over the shared key), exchanges VOLUME frames and
+ * lets gen.c decide: in sync, who resyncs from whom, or StandAlone (split
+ * brain, unrelated data, a different volume).  After that, frames are
+ * dispatched by type to replicate.c and resync.c.
+ *
+ * Every frame's header is validated before its payload is read (wire.c),
+ * and garbage ends the connection, never reaches a volume.  Reconnects back
+ * off from 250 ms to 10 s; a peer that sends nothing for PING_TIMEOUT_MS is
+ * dropped (an unplugged cable sends no RST).  Loop thread only. */
+#include "config.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "meta.h"
+#include "peer.h"
+#include "util.h"
+#include "wire.h"
+
+#define BACKOFF_MIN_MS 250
+#define BACKOFF_MAX_MS 10000
+#define PING_INTERVAL_MS 1000
+#define PING_TIMEOUT_MS 4000
+#define HANDSHAKE_TIMEOUT_MS 10000
+#define RS_SEQ_BIT (UINT64_C(1) << 63)
+#define MAX_IOV 64
+
+struct txmsg {
+	struct txmsg *next;
+	struct iovec iov[2];
+	unsigned niov;
+	void *owned;			/* freed once sent */
+	uint8_t prefix[WIRE_CONTROL_FRAME_MAX];
+};
+
+struct peer_link {
+	struct repl_volume *vol;
+	struct peer *p;			/* NULL until an accepted link names itself */
+	struct peer_link *next;		/* volume's unidentified links */
+	int fd;
+	bool registered;
+	unsigned events;
+	struct wire_auth auth;
+	bool authed;
+	unsigned busy;			/* inside link_event: free later */
+	bool dead;
+	/* receive: header, then exactly h.length payload bytes */
+	uint8_t hdr[WIRE_HDR_LEN];
+	size_t hdr_have;
+	struct wire_hdr h;
+	uint8_t *payload;
+	size_t pay_have;
+	/* send */
+	struct txmsg *tx_head, **tx_tail;
+	uint64_t last_rx_ms, started_ms;
+	void *tick;
+};
+
+struct vol_listener {
+	int fd;
+	struct peer_link *pending;	/* accepted, not yet identified */
+};
+
+static struct vol_listener *listeners_of(struct repl_volume *vol)
+{
+	return vol->listener;
+}
+static void link_event(void *arg, int fd, unsigned revents);
+static void link_close(struct peer_link *l);
+static void link_free(struct peer_link *l);
+static void schedule_reconnect(struct peer *p);
+
+/* ---- small helpers ---------------------------------------------------------- */
+
+static uint32_t node_id_of(const struct repl_volume *vol, const char *node)
+{
+	uint32_t id = 1;
+
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (strcmp(vol->peers[i]->node, node) < 0)
+			id++;
+	if (strcmp(vol->node, node) < 0)
+		id++;
+	return id;
+}
+
+bool repl__peer_up(const struct peer *p)
+{
+	return p->conn == PC_UP;
+}
+
+void repl__peer_gen_side(const struct repl_volume *vol, struct gen_side *g)
+{
+	const struct meta_super *sb = meta_get(vol->meta);
+
+	memset(g, 0, sizeof(*g));
+	g->current = sb->gen_current;
+	g->bitmap = sb->gen_bitmap;
+	g->history[0] = sb->gen_history[0];
+	g->history[1] = sb->gen_history[1];
+	g->disk_state = vol->disk_state;
+	g->primary = vol->role == REPL_PRIMARY;
+	g->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
+	g->node_id = node_id_of(vol, vol->node);
+}
+
+static void link_update(struct peer_link *l)
+{
+	if (l->dead)
+		return;
+	unsigned ev = POLLIN | (l->tx_head ? POLLOUT : 0);
+
+	if (l->registered && ev != l->events &&
+	    repl__fd_mod(l->vol->eng, l->fd, ev) == 0)
+		l->events = ev;
+}
+
+/* ---- sending ---------------------------------------------------------------- */
+
+static int link_flush(struct peer_link *l)
+{
+	struct iovec iov[MAX_IOV];
+	struct msghdr msg = { .msg_iov = iov };
+	ssize_t n;
+
+	while (l->tx_head) {
+		size_t cnt = 0;
+		for (struct txmsg *m = l->tx_head; m && cnt + 2 <= MAX_IOV; m = m->next)
+			for (unsigned i = 0; i < m->niov; i++)
+				iov[cnt++] = m->iov[i];
+		msg.msg_iovlen = cnt;
+		n = sendmsg(l->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return errno == EAGAIN ? 0 : -errno;
+		}
+		while (l->tx_head && n > 0) {
+			struct txmsg *m = l->tx_head;
+			for (unsigned i = 0; i < m->niov && n > 0; i++) {
+				size_t take = MIN((size_t)n, m->iov[i].iov_len);
+				m->iov[i].iov_base = (char *)m->iov[i].iov_base + take;
+				m->iov[i].iov_len -= take;
+				n -= (ssize_t)take;
+			}
+			if (m->iov[m->niov - 1].iov_len)
+				break;
+			l->tx_head = m->next;
+			if (!l->tx_head)
+				l->tx_tail = &l->tx_head;
+			free(m->owned);
+			free(m);
+		}
+	}
+	return 0;
+}
+
+/* Queues a frame: the encoded prefix, then data (not copied; it must live
+ * until sent or the link closes; owned is freed then). */
+static int link_send(struct peer_link *l, const struct wire_msg *m, const void *data,
+		     size_t dlen, void *owned)
+{
+	struct txmsg *t = malloc(sizeof(*t));
+	ssize_t n;
+
+	if (!t) {
+		free(owned);
+		return -ENOMEM;
+	}
+	n = wire_encode_prefix(m, t->prefix, sizeof(t->prefix));
+	if (n < 0) {
+		free(owned);
+		free(t);
+		return (int)n;
+	}
+	t->iov[0] = (struct iovec){ t->prefix, (size_t)n };
+	t->niov = 1;
+	if (dlen)
+		t->iov[t->niov++] = (struct iovec){ (void *)data, dlen };
+	t->owned = owned;
+	t->next = NULL;
+	*l->tx_tail = t;
+	l->tx_tail = &t->next;
+	if (link_flush(l) < 0)
+		return -EPIPE;	/* the read side will notice and close */
+	link_update(l);
+	return 0;
+}
+
+static int send_msg(struct peer *p, const struct wire_msg *m)
+{
+	if (!p->l || p->conn < PC_HANDSHAKE)
+		return -ENOTCONN;
+	return link_send(p->l, m, NULL, 0, NULL);
+}
+
+int repl__peer_send_io(struct peer *p, struct vwrite *w)
+{
+	const struct repl_io *io = w->io;
+	struct wire_msg m = { .seq = w->seq };
+	uint32_t fua = (io->flags & REPL_IO_FUA) ? WIRE_WF_FUA : 0;
+
+	switch (io->op) {
+	case REPL_IO_WRITE:
+		m.type = WIRE_WRITE;
+		m.u.write = (struct wire_write){ io->offset, io->len, fua, io->buf };
+		return p->l ? link_send(p->l, &m, io->buf, io->len, NULL) : -ENOTCONN;
+	case REPL_IO_FLUSH:
+		m.type = WIRE_FLUSH;
+		break;
+	case REPL_IO_TRIM:
+		m.type = WIRE_TRIM;
+		m.u.range = (struct wire_range){ io->offset, io->len, fua };
+		break;
+	case REPL_IO_ZERO:
+		m.type = WIRE_ZERO;
+		m.u.range = (struct wire_range){ io->offset, io->len,
+			fua | ((io->flags & REPL_IO_NO_HOLE) ? WIRE_WF_NO_HOLE : 0) };
+		break;
+	default:
+		return -EINVAL;
+	}
+	return send_msg(p, &m);
+}
+
+int repl__peer_send_ack(struct peer *p, uint64_t seq, int result)
+{
+	struct wire_msg m = { .type = WIRE_WRITE_ACK };
+
+	m.u.ack = (struct wire_ack){ seq, result < 0 ? (uint32_t)MIN(-result, 4095) : 0 };
+	return send_msg(p, &m);
+}
+
+int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
+			    void *data, bool zero)
+{
+	struct wire_msg m = { .seq = seq };
+
+	if (zero) {
+		m.type = WIRE_RS_ZERO;
+		m.u.range = (struct wire_range){ offset, len, 0 };
+		free(data);
+		return send_msg(p, &m);
+	}
+	m.type = WIRE_RS_DATA;
+	m.u.write = (struct wire_write){ offset, len, 0, data };
+	if (!p->l) {
+		free(data);
+		return -ENOTCONN;
+	}
+	return link_send(p->l, &m, data, len, data);
+}
+
+/* Our state, and (notice) that another replica is now Outdated. */
+static int send_state(struct peer *p, const struct peer *outdated)
+{
+	struct repl_volume *vol = p->vol;
+	struct wire_msg m = { .type = WIRE_STATE };
+
+	m.u.state.role = (uint8_t)vol->role;
+	m.u.state.disk = vol->disk_state;
+	m.u.state.current = meta_get(vol->meta)->gen_current;
+	if (outdated) {
+		m.u.state.outdate_notice = true;
+		m.u.state.outdated_node = node_id_of(vol, outdated->node);
+	}
+	return send_msg(p, &m);
+}
+
+int repl__peer_send_state(struct peer *p, const struct peer *outdated)
+{
+	return send_state(p, outdated);
+}
+
+static void fill_volume(struct peer *p, struct wire_volume *v)
+{
+	struct repl_volume *vol = p->vol;
+	const struct meta_super *sb = meta_get(vol->meta);
+
+	memset(v, 0, sizeof(*v));
+	memcpy(v->uuid, sb->uuid, sizeof(v->uuid));
+	snprintf(v->name, sizeof(v->name), "%s", vol->name);
+	v->size = vol->size;
+	v->current = sb->gen_current;
+	v->bitmap = sb->gen_bitmap;
+	v->history[0] = sb->gen_history[0];
+	v->history[1] = sb->gen_history[1];
+	v->dirty = meta_bits_count(vol->meta, p->idx);
+	v->node_id = node_id_of(vol, vol->node);
+	v->region_size = 1u << sb->region_shift;
+	v->disk = vol->disk_state;
+	v->role = (uint8_t)vol->role;
+	v->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
+	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
+								    : GEN_DISK_UNKNOWN;
+}
+
+int repl__peer_send_volume(struct peer *p)
+{
+	struct wire_msg m = { .type = WIRE_VOLUME };
+
+	fill_volume(p, &m.u.volume);
+	return send_msg(p, &m);
+}
+
+/* ---- connection state --------------------------------------------------------- */
+
+#define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
+
+/* Ends the connection; StandAlone peers are not retried. */
+static void peer_down(struct peer *p, const char *why, bool standalone)
+{
+	bool was_up = p->conn == PC_UP;
+
+	if (p->l) {
+		p->l->p = NULL;
+		link_close(p->l);
+		p->l = NULL;
+	}
+	p->conn = PC_IDLE;
+	if (was_up)
+		repl__rep_peer_down(p);
+	if (why) {
+		set_reason(p, "%s", why);
+		plog(standalone ? LOG_ERR : LOG_WARNING, p->vol->name, "peer %s: %s%s",
+		     p->node, why, standalone ? " (StandAlone: not retrying)" : "");
+	}
+	p->link = standalone ? REPL_LINK_STANDALONE : REPL_LINK_DISCONNECTED;
+	if (!standalone && !p->vol->eng->stopping)
+		schedule_reconnect(p);
+}
+
+void repl__peer_drop(struct peer *p, const char *why)
+{
+	peer_down(p, why, false);
+}
+
+static void standalone(struct peer *p, uint32_t bye, const char *why)
+{
+	struct wire_msg m = { .type = WIRE_BYE };
+
+	m.u.bye_reason = bye;
+	if (p->l) {
+		link_send(p->l, &m, NULL, 0, NULL);
+		link_flush(p->l);
+	}
+	peer_down(p, why, true);
+}
+
+/* ---- the VOLUME exchange -------------------------------------------------------- */
+
+static void adopt_uuid(struct repl_volume *vol, const uint8_t *uuid)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+
+	memcpy(sb.uuid, uuid, sizeof(sb.uuid));
+	if (meta_update(vol->meta, &sb) == 0)
+		plog(LOG_INFO, vol->name, "joined the replica set of an existing volume");
+}
+
+/* A blank replica (never written, never connected) takes the UUID of the
+ * first replica it meets; the lower UUID wins between two blanks. */
+static int check_uuid(struct peer *p, const struct wire_volume *v)
+{
+	struct repl_volume *vol = p->vol;
+	const struct meta_super *sb = meta_get(vol->meta);
+	bool blank = sb->gen_current == 0, peer_blank = v->current == 0;
+
+	if (memcmp(sb->uuid, v->uuid, WIRE_UUID_LEN) == 0)
+		return 0;
+	if (blank && (!peer_blank || memcmp(v->uuid, sb->uuid, WIRE_UUID_LEN) < 0)) {
+		adopt_uuid(vol, v->uuid);
+		return 0;
+	}
+	if (peer_blank && blank)
+		return 0;	/* the peer adopts ours */
+	if (peer_blank)
+		return 0;
+	return -EINVAL;
+}
+
+static void peer_from_volume(struct peer *p, const struct wire_volume *v)
+{
+	p->peer_role = v->role;
+	p->peer_disk = v->disk;
+}
+
+static void note_peer_view(struct peer *p, const struct wire_volume *v,
+			   enum gen_decision d)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb;
+
+	/* The peer says we missed writes: believe it unless we are the source. */
+	if (v->peer_disk == GEN_DISK_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE &&
+	    d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL) {
+		sb = *meta_get(vol->meta);
+		sb.disk_state = META_OUTDATED;
+		if (meta_update(vol->meta, &sb) == 0) {
+			vol->disk_state = GEN_DISK_OUTDATED;
+			plog(LOG_WARNING, vol->name, "peer %s records this replica as Outdated",
+			     p->node);
+		}
+	}
+}
+
+static void on_volume(struct peer *p, const struct wire_volume *v)
+{
+	struct repl_volume *vol = p->vol;
+	struct gen_side local, peer;
+	struct gen_verdict gv;
+
+	if (strcmp(v->name, vol->name) != 0 || v->size != vol->size) {
+		standalone(p, WIRE_BYE_REFUSED, "peer has a different volume name or size");
+		return;
+	}
+	if (check_uuid(p, v) < 0) {
+		standalone(p, WIRE_BYE_UNRELATED, "peer holds a different volume (UUID differs)");
+		return;
+	}
+	repl__peer_gen_side(vol, &local);
+	peer = (struct gen_side){ v->current, v->bitmap, { v->history[0], v->history[1] },
+				  v->disk, v->role == REPL_PRIMARY, v->crashed_primary,
+				  v->node_id };
+	peer_from_volume(p, v);
+	if (local.primary && peer.primary) {
+		standalone(p, WIRE_BYE_SPLIT_BRAIN, "both replicas are Primary");
+		return;
+	}
+	gv = gen_decide(&local, &peer);
+	plog(LOG_INFO, vol->name, "peer %s: %s (%s)", p->node,
+	     gen_decision_name(gv.decision), gv.reason);
+	if (gv.decision == GEN_SPLIT_BRAIN || gv.decision == GEN_UNRELATED ||
+	    gv.decision == GEN_REFUSE) {
+		snprintf(p->reason, sizeof(p->reason), "%s: %s",
+			 gen_decision_name(gv.decision), gv.reason);
+		standalone(p, gv.decision == GEN_SPLIT_BRAIN ? WIRE_BYE_SPLIT_BRAIN
+			      : WIRE_BYE_REFUSED, p->reason);
+		return;
+	}
+	note_peer_view(p, v, gv.decision);
+	p->conn = PC_UP;
+	p->conn_id++;
+	p->backoff_ms = 0;
+	p->reason[0] = '\0';
+	repl__rep_peer_up(p, gv.decision);
+}
+
+/* ---- receiving ---------------------------------------------------------------- */
+
+static enum repl_io_op range_op(uint16_t type)
+{
+	return type == WIRE_TRIM ? REPL_IO_TRIM : REPL_IO_ZERO;
+}
+
+static unsigned io_flags(uint32_t wf)
+{
+	return ((wf & WIRE_WF_FUA) ? REPL_IO_FUA : 0) |
+	       ((wf & WIRE_WF_NO_HOLE) ? REPL_IO_NO_HOLE : 0);
+}
+
+static bool range_ok(const struct repl_volume *vol, uint64_t off, uint64_t len)
+{
+	return len && off <= vol->size && len <= vol->size - off && len <= UINT32_MAX;
+}
+
+/* Data frames keep their payload buffer: data points into it. */
+static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
+{
+	const struct wire_write *w = &m->u.write;
+
+	if (!range_ok(p->vol, w->offset, w->len) || p->vol->role == REPL_PRIMARY) {
+		free(payload);
+		repl__peer_drop(p, "write outside the volume, or to a Primary");
+		return;
+	}
+	if (m->type == WIRE_RS_DATA)
+		repl__rs_on_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
+	else
+		repl__rep_apply(p, m->seq, REPL_IO_WRITE, io_flags(w->flags), w->offset,
+				w->len, (void *)w->data, payload);
+}
+
+static void on_range(struct peer *p, const struct wire_msg *m)
+{
+	const struct wire_range *r = &m->u.range;
+
+	if (!range_ok(p->vol, r->offset, r->len) || p->vol->role == REPL_PRIMARY) {
+		repl__peer_drop(p, "request outside the volume, or to a Primary");
+		return;
+	}
+	if (m->type == WIRE_RS_ZERO)
+		repl__rs_on_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
+	else
+		repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags),
+				r->offset, (uint32_t)r->len, NULL, NULL);
+}
+
+static struct peer *peer_by_id(struct repl_volume *vol, uint32_t id)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (node_id_of(vol, vol->peers[i]->node) == id)
+			return vol->peers[i];
+	return NULL;
+}
+
+static void on_state(struct peer *p, const struct wire_state *s)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+	struct peer *o = NULL;
+
+	p->peer_role = s->role;
+	p->peer_disk = s->disk;
+	/* A Primary we are in sync with moved its generation: follow it. */
+	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
+	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
+		sb.gen_current = s->current;
+		sb.gen_bitmap = 0;
+	}
+	if (s->outdate_notice && (o = peer_by_id(vol, s->outdated_node)))
+		sb.peers[o->idx].disk_state = META_OUTDATED;
+	if (memcmp(&sb, meta_get(vol->meta), sizeof(sb)) != 0 && meta_update(vol->meta, &sb) < 0)
+		plog(LOG_ERR, vol->name, "cannot record the state %s sent", p->node);
+	if (s->outdate_notice) {
+		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
+		     o ? o->node : "an unknown node");
+		send_state(p, NULL);	/* the confirmation the Primary waits for */
+	} else if (vol->role == REPL_PRIMARY) {
+		repl__rep_peer_state(p);
+	}
+}
+
+static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
+{
+	switch (m->type) {
+	case WIRE_WRITE:
+	case WIRE_RS_DATA:
+		on_data(p, m, payload);
+		return;
+	case WIRE_TRIM:
+	case WIRE_ZERO:
+	case WIRE_RS_ZERO:
+		on_range(p, m);
+		break;
+	case WIRE_FLUSH:
+		repl__rep_apply(p, m->seq, REPL_IO_FLUSH, 0, 0, 0, NULL, NULL);
+		break;
+	case WIRE_WRITE_ACK:
+	case WIRE_FLUSH_ACK:
+		if (m->u.ack.seq & RS_SEQ_BIT)
+			repl__rs_on_ack(p, m->u.ack.seq, -(int)m->u.ack.error);
+		else
+			repl__rep_ack(p, m->u.ack.seq, -(int)m->u.ack.error);
+		break;
+	case WIRE_STATE:
+		on_state(p, &m->u.state);
+		break;
+	case WIRE_VOLUME:
+		if (p->conn == PC_UP)
+			repl__rs_on_done(p, &m->u.volume);
+		else
+			on_volume(p, &m->u.volume);
+		break;
+	case WIRE_PING: {
+		struct wire_msg pong = { .type = WIRE_PING_ACK };
+		send_msg(p, &pong);
+		break;
+	}
+	case WIRE_PING_ACK:
+		break;
+	case WIRE_BYE:
+		peer_down(p, m->u.bye_reason == WIRE_BYE_SHUTDOWN ? "peer shut down"
+			  : "peer refused the connection",
+			  m->u.bye_reason == WIRE_BYE_SPLIT_BRAIN);
+		break;
+	default:
+		repl__peer_drop(p, "unexpected frame");
+		break;
+	}
+	free(payload);
+}
+
+/* Ready for frames other than the handshake's? */
+static bool frame_allowed(const struct peer *p, uint16_t type)
+{
+	if (p->conn == PC_UP)
+		return type != WIRE_HELLO && type != WIRE_CHALLENGE && type != WIRE_AUTH &&
+		       type != WIRE_AUTH_OK;
+	return type == WIRE_VOLUME || type == WIRE_BYE;
+}
+
+static struct peer *peer_by_name(struct repl_volume *vol, const char *node)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (strcmp(vol->peers[i]->node, node) == 0)
+			return vol->peers[i];
+	return NULL;
+}
+
+static void pending_unlink(struct peer_link *l)
+{
+	struct vol_listener *vl = listeners_of(l->vol);
+
+	for (struct peer_link **pp = vl ? &vl->pending : NULL; pp && *pp; pp = &(*pp)->next)
+		if (*pp == l) {
+			*pp = l->next;
+			return;
+		}
+}
+
+/* An accepted link proved the key and named its node: it becomes that
+ * peer's connection, replacing a stale one (the peer restarted). */
+static int attach_accepted(struct peer_link *l)
+{
+	const struct wire_hello *h = wire_auth_peer_hello(&l->auth);
+	struct peer *p = h ? peer_by_name(l->vol, h->node) : NULL;
+
+	pending_unlink(l);
+	if (!p || p->initiator) {
+		plog(LOG_WARNING, l->vol->name, "refusing a connection from %s: not a peer "
+		     "that connects to this node", h ? h->node : "?");
+		return -EACCES;
+	}
+	if (p->l)
+		peer_down(p, "replaced by a new connection from the peer", false);
+	repl__timer_del(l->vol->eng, &p->reconnect_timer);
+	p->l = l;
+	l->p = p;
+	p->conn = PC_HANDSHAKE;
+	return 0;
+}
+
+static int auth_step(struct peer_link *l)
+{
+	uint8_t buf[WIRE_CONTROL_FRAME_MAX];
+	size_t len;
+	int r;
+
+	while ((r = wire_auth_next(&l->auth, buf, sizeof(buf), &len)) == 1) {
+		struct txmsg *t = malloc(sizeof(*t));
+		if (!t)
+			return -ENOMEM;
+		memcpy(t->prefix, buf, len);
+		t->iov[0] = (struct iovec){ t->prefix, len };
+		t->niov = 1;
+		t->owned = NULL;
+		t->next = NULL;
+		*l->tx_tail = t;
+		l->tx_tail = &t->next;
+	}
+	if (r < 0)
+		return r;
+	if (link_flush(l) < 0)
+		return -EPIPE;
+	if (!l->authed && wire_auth_done(&l->auth)) {
+		l->authed = true;
+		if (!l->p && (r = attach_accepted(l)) < 0)
+			return r;
+		plog(LOG_INFO, l->vol->name, "peer %s authenticated", l->p->node);
+		return repl__peer_send_volume(l->p);
+	}
+	return 0;
+}
+
+static int on_frame(struct peer_link *l)
+{
+	struct wire_msg m;
+	uint8_t *payload = l->payload;
+	int r;
+
+	l->payload = NULL;
+	if (!l->authed) {
+		uint8_t *frame = malloc(WIRE_HDR_LEN + l->h.length);
+		if (!frame) {
+			free(payload);
+			return -ENOMEM;
+		}
+		memcpy(frame, l->hdr, WIRE_HDR_LEN);
+		if (l->h.length)
+			memcpy(frame + WIRE_HDR_LEN, payload, l->h.length);
+		r = wire_auth_receive(&l->auth, frame, WIRE_HDR_LEN + l->h.length);
+		free(frame);
+		free(payload);
+		return r < 0 ? r : auth_step(l);
+	}
+	r = wire_decode_payload(&l->h, payload, l->h.length, &m);
+	if (r < 0 || !frame_allowed(l->p, l->h.type)) {
+		free(payload);
+		return r < 0 ? r : -EPROTO;
+	}
+	m.seq = l->h.seq;
+	dispatch(l->p, &m, payload);
+	return 0;
+}
+
+/* Reads what is there; returns 0 (wait for more), or -errno to close. */
+static int link_read(struct peer_link *l)
+{
+	for (int rounds = 0; rounds < 64; rounds++) {
+		uint8_t *dst;
+		size_t want;
+		ssize_t n;
+		int r;
+
+		if (l->hdr_have < WIRE_HDR_LEN) {
+			dst = l->hdr + l->hdr_have;
+			want = WIRE_HDR_LEN - l->hdr_have;
+		} else {
+			dst = l->payload + l->pay_have;
+			want = l->h.length - l->pay_have;
+		}
+		n = want ? recv(l->fd, dst, want, MSG_DONTWAIT) : 0;
+		if (want && n == 0)
+			return -EPIPE;
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+		l->last_rx_ms = now_mono_ms();
+		if (l->hdr_have < WIRE_HDR_LEN) {
+			l->hdr_have += (size_t)n;
+			if (l->hdr_have < WIRE_HDR_LEN)
+				continue;
+			r = wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
+			if (r < 0)
+				return r;
+			l->payload = malloc(l->h.length ? l->h.length : 1);
+			if (!l->payload)
+				return -ENOMEM;
+			l->pay_have = 0;
+		} else {
+			l->pay_have += (size_t)n;
+		}
+		if (l->pay_have < l->h.length)
+			continue;
+		l->hdr_have = 0;
+		r = on_frame(l);
+		if (r < 0 || l->dead)
+			return r;
+	}
+	return 0;
+}
+
+static const char *link_error(int r)
+{
+	switch (r) {
+	case -EPIPE: return "connection closed by peer";
+	case -EACCES: return "authentication failed (wrong key or not a peer)";
+	case -EPROTO: return "peer sent an invalid frame";
+	case -EBADMSG: return "frame checksum mismatch";
+	case -EMSGSIZE: return "frame length out of bounds";
+	case -EPROTONOSUPPORT: return "peer speaks another protocol version";
+	case -ETIMEDOUT: return "peer not responding";
+	default: return "connection error";
+	}
+}
+
+static void link_fail(struct peer_link *l, int r)
+{
+	if (l->p) {
+		peer_down(l->p, link_error(r), false);
+		return;
+	}
+	plog(LOG_WARNING, l->vol->name, "dropping an incoming replication connection: %s",
+	     link_error(r));
+	pending_unlink(l);
+	link_close(l);
+}
+
+static void link_event(void *arg, int fd, unsigned revents)
+{
+	struct peer_link *l = arg;
+	int r = 0;
+
+	l->busy++;
+	if (revents & POLLOUT)
+		r = link_flush(l);
+	if (r == 0 && (revents & (POLLIN | POLLHUP | POLLERR)))
+		r = link_read(l);
+	if (r < 0 && !l->dead)
+		link_fail(l, r);
+	else if (!l->dead)
+		link_update(l);
+	if (--l->busy == 0 && l->dead)
+		link_free(l);
+}
+
+/* ---- timers ---------------------------------------------------------------------- */
+
+static void link_tick(void *arg)
+{
+	struct peer_link *l = arg;
+	uint64_t now = now_mono_ms();
+	struct wire_msg ping = { .type = WIRE_PING };
+
+	l->tick = NULL;
+	if (!l->authed || (l->p && l->p->conn != PC_UP)) {
+		if (now - l->started_ms > HANDSHAKE_TIMEOUT_MS) {
+			link_fail(l, -ETIMEDOUT);
+			return;
+		}
+	} else if (now - l->last_rx_ms > PING_TIMEOUT_MS) {
+		link_fail(l, -ETIMEDOUT);
+		return;
+	} else if (l->p) {
+		send_msg(l->p, &ping);
+	}
+	repl__timer_add(l->vol->eng, PING_INTERVAL_MS, link_tick, l, &l->tick);
+}
+
+static struct peer_link *link_new(struct repl_volume *vol, int fd, struct peer *p)
+{
+	struct peer_link *l = calloc(1, sizeof(*l));
+	struct wire_auth_params ap = {
+		.key = vol->key, .keylen = vol->key_len, .initiator = p != NULL,
+		.node = vol->node, .peer = p ? p->node : NULL, .resource = vol->name,
+	};
+	int one = 1;
+
+	if (!l)
+		return NULL;
+	l->vol = vol;
+	l->p = p;
+	l->fd = fd;
+	l->tx_tail = &l->tx_head;
+	l->started_ms = l->last_rx_ms = now_mono_ms();
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+	if (wire_auth_init(&l->auth, &ap, NULL) < 0 ||
+	    repl__fd_add(vol->eng, fd, POLLIN, link_event, l) < 0) {
+		free(l);
+		return NULL;
+	}
+	l->registered = true;
+	l->events = POLLIN;
+	repl__timer_add(vol->eng, PING_INTERVAL_MS, link_tick, l, &l->tick);
+	return l;
+}
+
+static void link_free(struct peer_link *l)
+{
+	struct txmsg *t;
+
+	while ((t = l->tx_head)) {
+		l->tx_head = t->next;
+		free(t->owned);
+		free(t);
+	}
+	wire_auth_clear(&l->auth);
+	free(l->payload);
+	free(l);
+}
+
+/* Closes the socket now; the memory goes when no handler is running on it. */
+static void link_close(struct peer_link *l)
+{
+	repl__timer_del(l->vol->eng, &l->tick);
+	if (l->registered)
+		repl__fd_del(l->vol->eng, l->fd);
+	l->registered = false;
+	if (l->fd >= 0)
+		close(l->fd);
+	l->fd = -1;
+	l->dead = true;
+	if (!l->busy)
+		link_free(l);
+}
+
+/* ---- connecting ------------------------------------------------------------------- */
+
+static void connect_done(void *arg, int fd, unsigned revents)
+{
+	struct peer *p = arg;
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	repl__fd_del(p->vol->eng, fd);
+	p->cfd = -1;
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
+		close(fd);
+		p->conn = PC_IDLE;
+		set_reason(p, "cannot connect: %s", strerror(err ? err : errno));
+		p->link = REPL_LINK_CONNECTING;
+		schedule_reconnect(p);
+		return;
+	}
+	p->l = link_new(p->vol, fd, p);
+	if (!p->l) {
+		close(fd);
+		p->conn = PC_IDLE;
+		schedule_reconnect(p);
+		return;
+	}
+	p->conn = PC_HANDSHAKE;
+	if (auth_step(p->l) < 0)
+		peer_down(p, "handshake failed", false);
+}
+
+static int connect_start(struct peer *p)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int fd, r;
+
+	r = getaddrinfo(p->host, p->port, &hints, &res);
+	if (r)
+		return -EHOSTUNREACH;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	r = connect(fd, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	if (r < 0 && errno != EINPROGRESS) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	r = repl__fd_add(p->vol->eng, fd, POLLOUT, connect_done, p);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	p->cfd = fd;
+	p->conn = PC_CONNECTING;
+	p->link = REPL_LINK_CONNECTING;
+	return 0;
+}
+
+static void reconnect_fire(void *arg)
+{
+	struct peer *p = arg;
+	int r;
+
+	p->reconnect_timer = NULL;
+	if (p->conn != PC_IDLE || p->link == REPL_LINK_STANDALONE || p->vol->eng->stopping)
+		return;
+	r = connect_start(p);
+	if (r < 0) {
+		set_reason(p, "cannot connect: %s", strerror(-r));
+		schedule_reconnect(p);
+	}
+}
+
+static void schedule_reconnect(struct peer *p)
+{
+	if (!p->initiator || p->reconnect_timer)
+		return;
+	p->backoff_ms = p->backoff_ms ? MIN(p->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
+	repl__timer_add(p->vol->eng, p->backoff_ms, reconnect_fire, p, &p->reconnect_timer);
+}
+
+/* ---- accepting -------------------------------------------------------------------- */
+
+
+static void listener_accept(void *arg, int fd, unsigned revents)
+{
+	struct repl_volume *vol = arg;
+	struct vol_listener *vl = vol->listener;
+
+	for (int i = 0; i < 8; i++) {
+		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct peer_link *l;
+		if (c < 0)
+			return;
+		l = link_new(vol, c, NULL);
+		if (!l) {
+			close(c);
+			continue;
+		}
+		l->next = vl->pending;
+		vl->pending = l;
+		if (auth_step(l) < 0)
+			link_fail(l, -EPROTO);
+	}
+}
+
+static int listen_start(struct repl_volume *vol, const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
+	struct vol_listener *vl;
+	int fd, r, one = 1;
+
+	r = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
+	if (r)
+		return -EADDRNOTAVAIL;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	r = bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0 ? -errno : 0;
+	freeaddrinfo(res);
+	vl = r == 0 ? calloc(1, sizeof(*vl)) : NULL;
+	if (r == 0 && !vl)
+		r = -ENOMEM;
+	if (r == 0)
+		r = repl__fd_add(vol->eng, fd, POLLIN, listener_accept, vol);
+	if (r < 0) {
+		free(vl);
+		close(fd);
+		return r;
+	}
+	vl->fd = fd;
+	vol->listener = vl;
+	plog(LOG_INFO, vol->name, "replication listening on %s:%s", host, port);
+	return 0;
+}
+
+/* ---- volume setup --------------------------------------------------------------- */
+
+static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
+			     const struct repl_peer_config *pc)
+{
+	struct peer *p = calloc(1, sizeof(*p));
+
+	if (!p)
+		return NULL;
+	p->vol = vol;
+	p->idx = idx;
+	snprintf(p->node, sizeof(p->node), "%s", pc->node);
+	p->host = strdup(pc->host);
+	p->port = strdup(pc->port);
+	if (!p->host || !p->port) {
+		free(p->host);
+		free(p->port);
+		free(p);
+		return NULL;
+	}
+	p->cfd = -1;
+	p->initiator = strcmp(vol->node, pc->node) < 0;
+	p->link = p->initiator ? REPL_LINK_CONNECTING : REPL_LINK_DISCONNECTED;
+	p->peer_role = REPL_SECONDARY;
+	p->peer_disk = GEN_DISK_UNKNOWN;
+	return p;
+}
+
+int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *cfg)
+{
+	int r;
+
+	for (unsigned i = 0; i < cfg->n_peers; i++) {
+		vol->peers[i] = peer_new(vol, i, &cfg->peers[i]);
+		if (!vol->peers[i])
+			return -ENOMEM;
+		vol->n_peers = i + 1;
+	}
+	r = listen_start(vol, cfg->listen_host, cfg->listen_port);
+	if (r < 0) {
+		plog_errno(LOG_ERR, vol->name, -r, "cannot listen for replication on %s:%s",
+			   cfg->listen_host, cfg->listen_port);
+		return r;
+	}
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (vol->peers[i]->initiator)
+			reconnect_fire(vol->peers[i]);
+	return 0;
+}
+
+void repl__peers_stop(struct repl_volume *vol)
+{
+	struct vol_listener *vl = vol->listener;
+	struct wire_msg bye = { .type = WIRE_BYE };
+
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (!p)
+			continue;
+		repl__timer_del(vol->eng, &p->reconnect_timer);
+		if (p->l && p->conn >= PC_HANDSHAKE) {
+			bye.u.bye_reason = WIRE_BYE_SHUTDOWN;
+			link_send(p->l, &bye, NULL, 0, NULL);
+		}
+		if (p->cfd >= 0) {
+			repl__fd_del(vol->eng, p->cfd);
+			close(p->cfd);
+			p->cfd = -1;
+		}
+		peer_down(p, NULL, true);
+	}
+	if (vl) {
+		while (vl->pending) {
+			struct peer_link *l = vl->pending;
+			vl->pending = l->next;
+			link_close(l);
+		}
+		repl__fd_del(vol->eng, vl->fd);
+		close(vl->fd);
+		free(vl);
+		vol->listener = NULL;
+	}
+}
+
+/* After repl__peers_stop() and after the volume's I/O has drained. */
+void repl__peers_free(struct repl_volume *vol)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (!p)
+			continue;
+		free(p->host);
+		free(p->port);
+		free(p);
+		vol->peers[i] = NULL;
+	}
+	vol->n_peers = 0;
+}

@@ -1,0 +1,113 @@
+/* peer.h: engine-internal view of the other replicas of a volume: the
+ * connection to each (peer.c), what is in flight to it, and the hooks the
+ * connection calls back into the volume's replication logic
+ * (replicate.c, resync.c).  Loop thread only. */
+#ifndef REPL_PEER_H
+#define REPL_PEER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "gen.h"
+#include "repl_int.h"
+#include "wire.h"
+
+struct peer;
+struct vwrite;
+
+enum peer_conn {
+	PC_IDLE,		/* no socket; reconnect timer may be armed */
+	PC_CONNECTING,		/* TCP connect in progress (initiator) */
+	PC_HANDSHAKE,		/* hello, authentication, volume exchange */
+	PC_UP,			/* replicating */
+};
+
+struct peer {
+	struct repl_volume *vol;
+	unsigned idx;			/* slot in the metadata */
+	char node[REPL_NAME_MAX + 1];
+	char *host, *port;
+	bool initiator;			/* we connect, they accept */
+	enum peer_conn conn;
+	int cfd;			/* socket while PC_CONNECTING */
+	uint64_t conn_id;		/* increases with every connection */
+	enum repl_link_state link;
+	char reason[128];
+	struct peer_link *l;		/* socket, buffers, handshake (peer.c) */
+	uint64_t backoff_ms;
+	void *reconnect_timer;
+	/* what the peer told us */
+	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
+	uint8_t peer_disk;		/* enum gen_disk */
+	/* writes sent and not acknowledged, oldest first */
+	struct vwrite *unacked_head, *unacked_tail;
+	unsigned unacked;
+	/* resync */
+	struct resync *rs;
+	uint64_t resync_sent_bytes;
+};
+
+/* A write (or trim, zero, flush) of the Primary on its way to every
+ * replica.  It completes when every part is done: local I/O, each peer's
+ * acknowledgement, and the bitmap flush that records what an absent peer
+ * misses. */
+struct vwrite {
+	struct repl_volume *vol;
+	struct repl_io *io;		/* the caller's request */
+	struct repl_io local;		/* our own copy of it, for the store */
+	uint64_t seq;
+	unsigned pending;
+	int result;
+	bool on_peer[REPL_MAX_PEERS];
+	struct vwrite *pnext[REPL_MAX_PEERS], *pprev[REPL_MAX_PEERS];
+	struct vwrite *vnext, *vprev;	/* volume's in-flight list */
+	struct vwrite *wnext;		/* waiting lists (bitmap flush, freeze) */
+};
+
+/* peer.c */
+int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *cfg);
+/* Says goodbye and closes every connection; the peers stay allocated
+ * until repl__peers_free(), since I/O still draining refers to them. */
+void repl__peers_stop(struct repl_volume *vol);
+void repl__peers_free(struct repl_volume *vol);
+bool repl__peer_up(const struct peer *p);
+int repl__peer_send_io(struct peer *p, struct vwrite *w);
+int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
+/* Our role, disk and generation; with outdated, a notice that it is now
+ * Outdated (the receiver records it and confirms with a STATE). */
+int repl__peer_send_state(struct peer *p, const struct peer *outdated);
+/* RS_DATA (data is freed once sent) or RS_ZERO (data NULL). */
+int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
+			    void *data, bool zero);
+/* Our full state: after the handshake, it ends a resync we were source of. */
+int repl__peer_send_volume(struct peer *p);
+void repl__peer_drop(struct peer *p, const char *why);
+void repl__peer_gen_side(const struct repl_volume *vol, struct gen_side *out);
+
+/* replicate.c: called by peer.c */
+void repl__rep_peer_up(struct peer *p, enum gen_decision d);
+void repl__rep_peer_down(struct peer *p);
+void repl__rep_ack(struct peer *p, uint64_t seq, int result);
+/* data points into mem (freed when applied), or both NULL. */
+void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
+		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
+void repl__rep_peer_state(struct peer *p);
+/* replicate.c: called by volume.c */
+void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
+/* Shutting down: a peer lost now is not outdated; held writes go. */
+void repl__rep_close(struct repl_volume *vol);
+
+/* resync.c */
+void repl__rs_start_source(struct peer *p, bool full);
+void repl__rs_start_target(struct peer *p);
+void repl__rs_stop(struct peer *p);
+void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
+/* Target: a resync block (data NULL: zeroes). */
+void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
+		      void *data, void *mem);
+/* Target: the source's state at the end of the resync. */
+void repl__rs_on_done(struct peer *p, const struct wire_volume *v);
+void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len);
+void repl__rs_status(const struct peer *p, struct repl_peer_status *st);
+
+#endif

@@ -1,0 +1,458 @@
+/* replicate.c: the synchronous write path between replicas ("protocol C").
+ *
+ * On the Primary, a write goes to the local store and to every connected
+ * peer at once, many in flight per peer; it is acknowledged when the local
+ * write and every peer it was sent to are done.  For a peer that is away,
+ * the write's regions are set in that peer's dirty bitmap, and the write is
+ * acknowledged only after those bits are on disk.  When a peer is lost,
+ * writes it had not acknowledged go to its bitmap too, the peer is recorded
+ * Outdated in the metadata (and on the other replicas, when reachable)
+ * before any further acknowledgement, so a promotion decision sees it.
+ *
+ * On a Secondary, writes from the Primary are applied in parallel, except
+ * that a write overlapping one still in flight waits for it: overlapping
+ * writes land in the order the Primary sent them.
+ *
+ * Not here: sockets and frames (peer.c), resync (resync.c). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "meta.h"
+#include "peer.h"
+#include "util.h"
+
+/* ---- bitmap flushes: one at a time, waiters batched ---------------------- */
+
+static void vwrite_put(struct vwrite *w);
+static void bm_flush_start(struct repl_volume *vol);
+
+static int bm_flush_run(void *arg)
+{
+	return meta_flush_job_run(arg);
+}
+
+static void bm_flush_done(struct repl_io *io)
+{
+	struct repl_volume *vol = (struct repl_volume *)((char *)io -
+						 offsetof(struct repl_volume, bm_io));
+	struct vwrite *w = vol->bm_wait_cur, *next;
+
+	meta_flush_job_free(vol->bm_job);
+	vol->bm_job = NULL;
+	vol->bm_flushing = false;
+	vol->bm_wait_cur = NULL;
+	if (io->result < 0)
+		plog_errno(LOG_ERR, vol->name, -io->result,
+			   "cannot record out-of-sync regions: failing the writes");
+	for (; w; w = next) {
+		next = w->wnext;
+		w->wnext = NULL;
+		if (io->result < 0)
+			w->result = io->result;
+		vwrite_put(w);
+	}
+	if (vol->bm_wait_next)
+		bm_flush_start(vol);
+}
+
+static void bm_flush_start(struct repl_volume *vol)
+{
+	int r;
+
+	vol->bm_wait_cur = vol->bm_wait_next;
+	vol->bm_wait_next = NULL;
+	r = meta_bitmap_flush_begin(vol->meta, &vol->bm_job);
+	vol->bm_io = (struct repl_io){ .op = REPL_IO_CALL, .fn = bm_flush_run,
+				       .arg = vol->bm_job, .done = bm_flush_done };
+	vol->bm_flushing = true;
+	if (r < 0 || !vol->bm_job) {
+		vol->bm_io.result = r;
+		bm_flush_done(&vol->bm_io);
+		return;
+	}
+	repl__iopool_submit(vol->pool, &vol->bm_io);
+}
+
+/* w must not be acknowledged before the bits set so far are durable. */
+static void bm_wait(struct repl_volume *vol, struct vwrite *w)
+{
+	w->pending++;
+	w->wnext = vol->bm_wait_next;
+	vol->bm_wait_next = w;
+	if (!vol->bm_flushing)
+		bm_flush_start(vol);
+}
+
+static bool io_changes_data(enum repl_io_op op)
+{
+	return op == REPL_IO_WRITE || op == REPL_IO_TRIM || op == REPL_IO_ZERO;
+}
+
+/* Records that peer idx misses w's range; true if a flush is needed. */
+static bool mark_missing(struct repl_volume *vol, unsigned idx, const struct repl_io *io)
+{
+	if (!io_changes_data(io->op))
+		return false;
+	meta_bits_set_range(vol->meta, idx, io->offset, io->len);
+	return meta_bitmap_needs_flush(vol->meta);
+}
+
+/* ---- completion -------------------------------------------------------- */
+
+static void vwrite_finish(struct vwrite *w)
+{
+	struct repl_volume *vol = w->vol;
+
+	if (w->vprev)
+		w->vprev->vnext = w->vnext;
+	else
+		vol->writes = w->vnext;
+	if (w->vnext)
+		w->vnext->vprev = w->vprev;
+	w->io->result = w->result;
+	w->io->done(w->io);
+	free(w);
+}
+
+static void vwrite_put(struct vwrite *w)
+{
+	struct repl_volume *vol = w->vol;
+
+	if (--w->pending)
+		return;
+	if (vol->freeze) {
+		/* A lost peer is not yet recorded Outdated everywhere. */
+		w->wnext = vol->frozen;
+		vol->frozen = w;
+		return;
+	}
+	vwrite_finish(w);
+}
+
+static void thaw(struct repl_volume *vol)
+{
+	struct vwrite *w = vol->frozen, *next;
+
+	vol->frozen = NULL;
+	for (; w; w = next) {
+		next = w->wnext;
+		vwrite_finish(w);
+	}
+}
+
+static void local_done(struct repl_io *io)
+{
+	struct vwrite *w = (struct vwrite *)((char *)io - offsetof(struct vwrite, local));
+
+	if (io->result < 0)
+		w->result = io->result;
+	vwrite_put(w);
+}
+
+static void unacked_unlink(struct peer *p, struct vwrite *w)
+{
+	unsigned i = p->idx;
+
+	if (w->pprev[i])
+		w->pprev[i]->pnext[i] = w->pnext[i];
+	else
+		p->unacked_head = w->pnext[i];
+	if (w->pnext[i])
+		w->pnext[i]->pprev[i] = w->pprev[i];
+	else
+		p->unacked_tail = w->pprev[i];
+	w->pnext[i] = w->pprev[i] = NULL;
+	w->on_peer[i] = false;
+	p->unacked--;
+}
+
+static void unacked_append(struct peer *p, struct vwrite *w)
+{
+	unsigned i = p->idx;
+
+	w->on_peer[i] = true;
+	w->pprev[i] = p->unacked_tail;
+	w->pnext[i] = NULL;
+	if (p->unacked_tail)
+		p->unacked_tail->pnext[i] = w;
+	else
+		p->unacked_head = w;
+	p->unacked_tail = w;
+	p->unacked++;
+}
+
+/* ---- Primary: the write path -------------------------------------------- */
+
+static bool peer_takes_writes(const struct peer *p)
+{
+	return repl__peer_up(p) &&
+	       (p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE);
+}
+
+void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
+{
+	struct vwrite *w = calloc(1, sizeof(*w));
+	bool flush = false;
+
+	if (!w) {
+		io->result = -ENOMEM;
+		io->done(io);
+		return;
+	}
+	w->vol = vol;
+	w->io = io;
+	w->seq = ++vol->seq;
+	w->local = *io;
+	w->local.done = local_done;
+	w->pending = 1;
+	w->vnext = vol->writes;
+	if (vol->writes)
+		vol->writes->vprev = w;
+	vol->writes = w;
+	if (io_changes_data(io->op))
+		repl__rs_note_write(vol, io->offset, io->len);
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (peer_takes_writes(p) && repl__peer_send_io(p, w) == 0) {
+			unacked_append(p, w);
+			w->pending++;
+		} else {
+			flush |= mark_missing(vol, i, io);
+		}
+	}
+	if (flush)
+		bm_wait(vol, w);
+	repl__iopool_submit(vol->pool, &w->local);
+}
+
+void repl__rep_ack(struct peer *p, uint64_t seq, int result)
+{
+	struct vwrite *w;
+
+	for (w = p->unacked_head; w && w->seq != seq; w = w->pnext[p->idx])
+		;
+	if (!w) {
+		repl__peer_drop(p, "acknowledgement for a write never sent");
+		return;
+	}
+	unacked_unlink(p, w);
+	if (result < 0) {
+		plog_errno(LOG_ERR, p->vol->name, -result,
+			   "peer %s failed a write at %llu", p->node,
+			   (unsigned long long)w->io->offset);
+		if (mark_missing(p->vol, p->idx, w->io))
+			bm_wait(p->vol, w);
+	}
+	vwrite_put(w);
+}
+
+/* ---- losing a peer -------------------------------------------------------- */
+
+static void freeze_timeout(void *arg)
+{
+	struct repl_volume *vol = arg;
+
+	vol->freeze_timer = NULL;
+	if (!vol->freeze)
+		return;
+	plog(LOG_WARNING, vol->name, "other replicas did not confirm the outdate "
+	     "within %u ms: continuing on the local record alone",
+	     vol->outdate_timeout_ms);
+	vol->freeze = 0;
+	thaw(vol);
+}
+
+/* The peer will not see writes from now on: say so durably, here and on
+ * the other connected replicas, before acknowledging anything further. */
+static void outdate_peer(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+	struct gen_side g;
+	int r;
+
+	repl__peer_gen_side(vol, &g);
+	if (gen_on_disconnect_primary(&g, meta_new_gen()) == 0) {
+		sb.gen_current = g.current;
+		sb.gen_bitmap = g.bitmap;
+		memcpy(sb.gen_history, g.history, sizeof(sb.gen_history));
+	}
+	sb.peers[p->idx].disk_state = META_OUTDATED;
+	r = meta_update(vol->meta, &sb);
+	if (r < 0)
+		plog_errno(LOG_ERR, vol->name, -r, "cannot record %s as Outdated", p->node);
+	else
+		plog(LOG_WARNING, vol->name, "peer %s is gone: recorded as Outdated", p->node);
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *o = vol->peers[i];
+		if (o != p && repl__peer_up(o) && repl__peer_send_state(o, p) == 0)
+			vol->freeze++;
+	}
+	if (vol->freeze && !vol->freeze_timer)
+		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
+				&vol->freeze_timer);
+}
+
+void repl__rep_close(struct repl_volume *vol)
+{
+	vol->closing = true;
+	repl__timer_del(vol->eng, &vol->freeze_timer);
+	vol->freeze = 0;
+	thaw(vol);
+}
+
+/* A STATE from a peer confirmed (or brought) our view of the others. */
+void repl__rep_peer_state(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+
+	if (vol->freeze && --vol->freeze == 0) {
+		repl__timer_del(vol->eng, &vol->freeze_timer);
+		thaw(vol);
+	}
+}
+
+void repl__rep_peer_down(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	bool was_in_sync = p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE;
+	struct vwrite *w;
+
+	repl__rs_stop(p);
+	/* The record comes first: no write may complete before it. */
+	if (vol->role == REPL_PRIMARY && was_in_sync && !vol->closing)
+		outdate_peer(p);
+	while ((w = p->unacked_head)) {
+		unacked_unlink(p, w);
+		w->pending++;
+		if (mark_missing(vol, p->idx, w->io))
+			bm_wait(vol, w);
+		w->pending--;
+		vwrite_put(w);
+	}
+	p->peer_role = REPL_SECONDARY;
+	p->peer_disk = GEN_DISK_UNKNOWN;
+}
+
+void repl__rep_peer_up(struct peer *p, enum gen_decision d)
+{
+	switch (d) {
+	case GEN_SOURCE_BITMAP:
+	case GEN_SOURCE_FULL:
+		repl__rs_start_source(p, d == GEN_SOURCE_FULL);
+		break;
+	case GEN_TARGET_BITMAP:
+	case GEN_TARGET_FULL:
+		repl__rs_start_target(p);
+		break;
+	default:
+		p->link = REPL_LINK_CONNECTED;
+		break;
+	}
+}
+
+/* ---- Secondary: applying the Primary's writes ----------------------------- */
+
+struct sapply {
+	struct repl_io io;
+	void *mem;			/* holds io.buf */
+	struct peer *p;
+	uint64_t conn_id;		/* answer only the connection that asked */
+	uint64_t seq;
+	struct sapply *next;
+};
+
+static bool overlaps(const struct repl_io *a, const struct repl_io *b)
+{
+	if (a->op == REPL_IO_FLUSH || b->op == REPL_IO_FLUSH)
+		return false;
+	return a->offset < b->offset + b->len && b->offset < a->offset + a->len;
+}
+
+static bool blocked(struct repl_volume *vol, const struct sapply *a, const struct sapply *upto)
+{
+	for (struct sapply *s = vol->applying; s; s = s->next)
+		if (overlaps(&s->io, &a->io))
+			return true;
+	for (struct sapply *s = vol->apply_wait_head; s && s != upto; s = s->next)
+		if (overlaps(&s->io, &a->io))
+			return true;
+	return false;
+}
+
+static void apply_submit(struct repl_volume *vol, struct sapply *a)
+{
+	a->next = vol->applying;
+	vol->applying = a;
+	vol->inflight++;
+	repl__iopool_submit(vol->pool, &a->io);
+}
+
+static void apply_unblock(struct repl_volume *vol)
+{
+	struct sapply **pp = &vol->apply_wait_head, *a, *prev = NULL;
+
+	while ((a = *pp)) {
+		if (blocked(vol, a, a)) {
+			prev = a;
+			pp = &a->next;
+			continue;
+		}
+		*pp = a->next;
+		if (vol->apply_wait_tail == a)
+			vol->apply_wait_tail = prev;
+		apply_submit(vol, a);
+	}
+}
+
+static void apply_done(struct repl_io *io)
+{
+	struct sapply *a = (struct sapply *)io;
+	struct repl_volume *vol = a->p->vol;
+	struct sapply **pp;
+
+	vol->inflight--;
+	for (pp = &vol->applying; *pp != a; pp = &(*pp)->next)
+		;
+	*pp = a->next;
+	if (io->result < 0)
+		plog_errno(LOG_ERR, vol->name, -io->result, "applying a write from %s",
+			   a->p->node);
+	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
+		repl__peer_send_ack(a->p, a->seq, io->result);
+	free(a->mem);
+	free(a);
+	apply_unblock(vol);
+}
+
+void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
+		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem)
+{
+	struct repl_volume *vol = p->vol;
+	struct sapply *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		free(mem);
+		repl__peer_drop(p, "out of memory");
+		return;
+	}
+	a->p = p;
+	a->mem = mem;
+	a->conn_id = p->conn_id;
+	a->seq = seq;
+	a->io = (struct repl_io){ .op = op, .flags = flags, .offset = offset,
+				  .len = len, .buf = data, .done = apply_done };
+	if (blocked(vol, a, NULL)) {
+		if (vol->apply_wait_tail)
+			vol->apply_wait_tail->next = a;
+		else
+			vol->apply_wait_head = a;
+		vol->apply_wait_tail = a;
+		return;
+	}
+	apply_submit(vol, a);
+}

@@ -1,0 +1,165 @@
+/* role.c: the rules for changing a replica's role, and the status report.
+ *
+ * Promotion is refused while another replica we are connected to is
+ * Primary, and, without force, unless the local disk is UpToDate (an
+ * Outdated or Inconsistent replica must not serve a guest: it lacks
+ * acknowledged writes).  Demotion is refused while NBD clients are
+ * attached.  A promotion with no peer connected starts a new generation, so
+ * that the replicas can later tell who wrote.  Loop thread only. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "log.h"
+#include "meta.h"
+#include "peer.h"
+#include "util.h"
+
+static const char *const link_names[] = {
+	[REPL_LINK_STANDALONE] = "StandAlone",
+	[REPL_LINK_DISCONNECTED] = "Disconnected",
+	[REPL_LINK_CONNECTING] = "Connecting",
+	[REPL_LINK_CONNECTED] = "Connected",
+	[REPL_LINK_SYNC_SOURCE] = "SyncSource",
+	[REPL_LINK_SYNC_TARGET] = "SyncTarget",
+};
+
+static const char *role_name(unsigned role)
+{
+	return role == REPL_PRIMARY ? "Primary" : "Secondary";
+}
+
+struct repl_volume *repl_volume_first(struct repl_engine *eng) { return eng->volumes; }
+struct repl_volume *repl_volume_next(struct repl_volume *vol) { return vol->next; }
+
+static void peer_status(const struct peer *p, struct repl_peer_status *ps)
+{
+	const struct repl_volume *vol = p->vol;
+	uint64_t rsz = UINT64_C(1) << meta_get(vol->meta)->region_shift;
+
+	memset(ps, 0, sizeof(*ps));
+	snprintf(ps->node, sizeof(ps->node), "%s", p->node);
+	ps->link = p->link;
+	ps->link_name = link_names[p->link];
+	ps->peer_role = repl__peer_up(p) ? role_name(p->peer_role) : "Unknown";
+	if (repl__peer_up(p))
+		ps->peer_disk = gen_disk_name(p->peer_disk);
+	else if (meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED)
+		ps->peer_disk = "Outdated";
+	else
+		ps->peer_disk = "DUnknown";
+	ps->out_of_sync_bytes = MIN(meta_bits_count(vol->meta, p->idx) * rsz, vol->size);
+	snprintf(ps->reason, sizeof(ps->reason), "%s", p->reason);
+	repl__rs_status(p, ps);
+}
+
+void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status *st)
+{
+	memset(st, 0, sizeof(*st));
+	snprintf(st->name, sizeof(st->name), "%s", vol->name);
+	uuid_format(meta_get(vol->meta)->uuid, st->uuid);
+	st->size = vol->size;
+	st->role = role_name(vol->role);
+	st->disk = gen_disk_name(vol->disk_state);
+	st->clients = vol->clients;
+	st->io_frozen = vol->freeze > 0;
+	st->n_peers = vol->n_peers;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		peer_status(vol->peers[i], &st->peers[i]);
+}
+
+#define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))
+
+static bool any_peer_up(const struct repl_volume *vol)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (repl__peer_up(vol->peers[i]))
+			return true;
+	return false;
+}
+
+static void tell_peers(struct repl_volume *vol)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (repl__peer_up(vol->peers[i]))
+			repl__peer_send_state(vol->peers[i], NULL);
+}
+
+/* New generation for a promotion: always when alone (the others may have
+ * moved on), and for a blank volume (generation 0 cannot be tracked). */
+static void promote_generation(struct repl_volume *vol, struct meta_super *sb, bool force)
+{
+	struct gen_side g;
+
+	repl__peer_gen_side(vol, &g);
+	if (force)
+		gen_on_force_uptodate(&g, meta_new_gen());
+	else if (!any_peer_up(vol) && vol->n_peers)
+		gen_on_promote_disconnected(&g, meta_new_gen());
+	else if (!g.current)
+		g.current = meta_new_gen();
+	sb->gen_current = g.current;
+	sb->gen_bitmap = g.bitmap;
+	memcpy(sb->gen_history, g.history, sizeof(sb->gen_history));
+}
+
+int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t len)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+	int r;
+
+	if (vol->role == REPL_PRIMARY)
+		return 0;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && p->peer_role == REPL_PRIMARY)
+			return refuse(why, len, -EBUSY, "%s is Primary: demote it first", p->node);
+		if (p->link == REPL_LINK_SYNC_TARGET && !force)
+			return refuse(why, len, -EPERM, "resync from %s is still running",
+				      p->node);
+	}
+	if (vol->disk_state != GEN_DISK_UPTODATE && !force)
+		return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
+			      "acknowledged writes (--force overrides)",
+			      gen_disk_name(vol->disk_state));
+	if (force && vol->disk_state != GEN_DISK_UPTODATE)
+		plog(LOG_CRIT, vol->name, "FORCED promotion of a %s replica: writes "
+		     "acknowledged elsewhere may be lost", gen_disk_name(vol->disk_state));
+	promote_generation(vol, &sb, force);
+	sb.role = REPL_PRIMARY;
+	sb.disk_state = META_UPTODATE;
+	r = meta_update(vol->meta, &sb);
+	if (r < 0)
+		return refuse(why, len, r, "cannot write the metadata%s", "");
+	vol->role = REPL_PRIMARY;
+	vol->disk_state = GEN_DISK_UPTODATE;
+	plog(LOG_NOTICE, vol->name, "promoted to Primary%s", force ? " (forced)" : "");
+	tell_peers(vol);
+	return 0;
+}
+
+int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+	char n[16];
+	int r;
+
+	if (vol->role != REPL_PRIMARY)
+		return 0;
+	if (vol->clients) {
+		snprintf(n, sizeof(n), "%u", vol->clients);
+		return refuse(why, len, -EBUSY, "%s NBD client(s) still attached", n);
+	}
+	if (vol->writes)
+		return refuse(why, len, -EBUSY, "writes still in flight%s", "");
+	sb.role = REPL_SECONDARY;
+	r = meta_update(vol->meta, &sb);
+	if (r < 0)
+		return refuse(why, len, r, "cannot write the metadata%s", "");
+	vol->role = REPL_SECONDARY;
+	plog(LOG_NOTICE, vol->name, "demoted to Secondary");
+	tell_peers(vol);
+	return 0;
+}

@@ -1,0 +1,268 @@
+/* wire.h: the replication wire format between replicas, and its mutual
+ * authentication handshake.
+ *
+ * Pure encode/decode over byte buffers: no sockets, no allocation.  Every
+ * frame is a 32-byte header followed by `length` payload bytes; all integers
+ * are big-endian (network order):
+ *
+ *   offset size field
+ *      0    4  magic        0x52504c57 ("RPLW")
+ *      4    2  version      WIRE_VERSION (1)
+ *      6    2  type         enum wire_type
+ *      8    4  length       payload bytes, within the type's [min, max]
+ *     12    4  flags        none defined yet: must be 0
+ *     16    8  seq          request id / cookie (acks echo it in the payload)
+ *     24    4  payload_crc  CRC32C of the payload
+ *     28    4  header_crc   CRC32C of bytes 0..27
+ *
+ * A receiver reads the 32 header bytes, wire_hdr_decode()s them (magic,
+ * version, header CRC, type, flags and the length bounds, all before any
+ * payload byte is looked at), then reads exactly `length` more bytes and
+ * wire_decode_payload()s them.  Payload layouts are in wire.c.  Decoders are
+ * strict: reserved bytes must be zero and strings zero-padded, so a frame
+ * that decodes re-encodes to the same bytes.
+ *
+ * The CRCs catch corruption, not attackers: the handshake authenticates the
+ * peer (HMAC-SHA256 over a shared key), not the frames that follow it. */
+#ifndef REPL_WIRE_H
+#define REPL_WIRE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define WIRE_MAGIC 0x52504c57u
+#define WIRE_VERSION 1
+#define WIRE_HDR_LEN 32
+#define WIRE_DATA_MAX (4u << 20)	/* data bytes in WRITE / RS_DATA */
+#define WIRE_DATA_FIXED 16		/* their fixed part before the data */
+#define WIRE_NAME_MAX 64		/* names on the wire, including NUL */
+#define WIRE_NONCE_LEN 32
+#define WIRE_MAC_LEN 32
+#define WIRE_UUID_LEN 16
+#define WIRE_HELLO_LEN 144
+#define WIRE_VOLUME_LEN 144
+/* The largest control (non-data) frame, header included. */
+#define WIRE_CONTROL_FRAME_MAX (WIRE_HDR_LEN + 144)
+
+enum wire_type {
+	WIRE_HELLO = 1,
+	WIRE_CHALLENGE,
+	WIRE_AUTH,
+	WIRE_AUTH_OK,
+	WIRE_VOLUME,
+	WIRE_WRITE,
+	WIRE_WRITE_ACK,
+	WIRE_FLUSH,
+	WIRE_FLUSH_ACK,
+	WIRE_TRIM,
+	WIRE_ZERO,
+	WIRE_RS_REQUEST,
+	WIRE_RS_DATA,
+	WIRE_RS_ZERO,
+	WIRE_STATE,
+	WIRE_PING,
+	WIRE_PING_ACK,
+	WIRE_BYE,
+	WIRE_TYPE_COUNT		/* one past the last type */
+};
+
+/* WRITE, TRIM and ZERO flags. */
+#define WIRE_WF_FUA 0x1u	/* durable before the ack */
+#define WIRE_WF_NO_HOLE 0x2u	/* ZERO only: allocate, do not punch */
+
+/* Feature bits in HELLO (negotiated: the intersection is used). */
+#define WIRE_FEAT_TRIM 0x1u
+#define WIRE_FEAT_ZERO 0x2u
+
+enum wire_bye_reason {
+	WIRE_BYE_SHUTDOWN = 0,
+	WIRE_BYE_ERROR,
+	WIRE_BYE_SPLIT_BRAIN,
+	WIRE_BYE_UNRELATED,
+	WIRE_BYE_REFUSED,
+	WIRE_BYE_AUTH,
+	WIRE_BYE_REASON_COUNT
+};
+
+struct wire_hdr {
+	uint16_t version;
+	uint16_t type;
+	uint32_t length;
+	uint32_t flags;
+	uint64_t seq;
+	uint32_t payload_crc;
+};
+
+struct wire_hello {
+	uint16_t proto_min, proto_max;
+	uint32_t features;
+	bool initiator;			/* the sender opened the connection */
+	char node[WIRE_NAME_MAX];	/* sender's node name, non-empty */
+	char resource[WIRE_NAME_MAX];	/* what the link replicates */
+};
+
+struct wire_volume {
+	uint8_t uuid[WIRE_UUID_LEN];
+	char name[WIRE_NAME_MAX];
+	uint64_t size;			/* bytes */
+	uint64_t current, bitmap, history[2];	/* generations (gen.h) */
+	uint64_t dirty;			/* regions set in the sender's bitmap */
+	uint32_t node_id;
+	uint32_t region_size;		/* bytes per bitmap bit, power of two */
+	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
+	uint8_t role;			/* 0 Secondary, 1 Primary */
+	bool crashed_primary;
+	uint8_t peer_disk;		/* sender's view of the receiver's disk */
+};
+
+/* WRITE and RS_DATA.  data points into the decoded buffer (decode) or to
+ * the caller's bytes (encode); it is never copied by decode. */
+struct wire_write {
+	uint64_t offset;
+	uint32_t len;			/* 1..WIRE_DATA_MAX */
+	uint32_t flags;			/* WRITE: WIRE_WF_FUA; RS_DATA: 0 */
+	const uint8_t *data;
+};
+
+/* WRITE_ACK and FLUSH_ACK. */
+struct wire_ack {
+	uint64_t seq;			/* of the request */
+	uint32_t error;			/* 0 or a positive errno < 4096 */
+};
+
+/* TRIM, ZERO (len up to 2^64-1 - offset), RS_REQUEST, RS_ZERO (len
+ * 1..WIRE_DATA_MAX). */
+struct wire_range {
+	uint64_t offset;
+	uint64_t len;
+	uint32_t flags;			/* TRIM: FUA; ZERO: FUA|NO_HOLE; RS_*: 0 */
+};
+
+struct wire_state {
+	uint8_t role;			/* 0 Secondary, 1 Primary */
+	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
+	bool outdate_notice;		/* "node outdated_node is Outdated" */
+	uint32_t outdated_node;		/* 0 unless outdate_notice */
+	uint64_t current;		/* sender's current generation */
+};
+
+struct wire_msg {
+	uint16_t type;
+	uint64_t seq;
+	union {
+		struct wire_hello hello;
+		uint8_t nonce[WIRE_NONCE_LEN];	/* CHALLENGE */
+		uint8_t mac[WIRE_MAC_LEN];	/* AUTH */
+		struct wire_volume volume;
+		struct wire_write write;	/* WRITE, RS_DATA */
+		struct wire_ack ack;		/* WRITE_ACK, FLUSH_ACK */
+		struct wire_range range;	/* TRIM, ZERO, RS_REQUEST, RS_ZERO */
+		struct wire_state state;
+		uint32_t bye_reason;		/* enum wire_bye_reason */
+	} u;				/* AUTH_OK, FLUSH, PING, PING_ACK: empty */
+};
+
+/* "HELLO", ...; "?" for an unknown type. */
+const char *wire_type_name(uint16_t type);
+bool wire_type_valid(uint16_t type);
+
+/* Header: 0, or -EPROTO (short buffer, bad magic, unknown type, flags),
+ * -EPROTONOSUPPORT (version), -EBADMSG (header CRC), -EMSGSIZE (length
+ * outside the type's bounds). */
+int wire_hdr_decode(const uint8_t *buf, size_t len, struct wire_hdr *h);
+/* Payload of a decoded header: 0, or -EMSGSIZE (len != h->length),
+ * -EBADMSG (CRC), -EPROTO (bad field). */
+int wire_decode_payload(const struct wire_hdr *h, const uint8_t *payload, size_t len,
+			struct wire_msg *m);
+/* One whole frame, exactly len bytes. */
+int wire_decode(const uint8_t *buf, size_t len, struct wire_msg *m);
+
+/* Frame length of m (header included), or -EINVAL if m is not valid. */
+ssize_t wire_frame_len(const struct wire_msg *m);
+/* Whole frame into buf: its length, or -EINVAL (invalid message, the same
+ * checks as decoding), -ENOBUFS (cap too small). */
+ssize_t wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap);
+/* Header and fixed part only: for WRITE and RS_DATA the caller sends
+ * m->u.write.data after it (writev, no copy); the CRC already covers it.
+ * For other types the same as wire_encode. */
+ssize_t wire_encode_prefix(const struct wire_msg *m, uint8_t *buf, size_t cap);
+
+/* ---- authentication handshake ----------------------------------------
+ *
+ * Both sides hold the same key.  Each sends, in order: HELLO (versions,
+ * features, its role as initiator or acceptor, node and resource names),
+ * CHALLENGE (a fresh 32-byte nonce), AUTH (proof), AUTH_OK (it accepted the
+ * peer's proof).  The proof is
+ *
+ *   HMAC-SHA256(key, "replagent-v1 auth" NUL || sender role byte ||
+ *               initiator nonce || acceptor nonce ||
+ *               initiator HELLO payload || acceptor HELLO payload)
+ *
+ * Fresh nonces defeat replay; the role byte (1 initiator, 0 acceptor)
+ * defeats reflection of a proof back to its sender; the HELLOs in the MAC
+ * defeat tampering with the negotiation.  A peer claiming our own node name
+ * (a relay back to ourselves), the wrong role, or our own nonce is refused.
+ * Proofs are compared in constant time. */
+
+#define WIRE_KEY_MIN 16
+#define WIRE_KEY_MAX 256
+#define WIRE_SESSION_KEY_LEN 32
+
+enum { WIRE_AUTH_CONTINUE = 0, WIRE_AUTH_DONE = 1 };
+
+struct wire_auth_params {
+	const uint8_t *key;
+	size_t keylen;			/* WIRE_KEY_MIN..WIRE_KEY_MAX */
+	bool initiator;			/* we opened the connection */
+	const char *node;		/* our node name */
+	const char *peer;		/* expected peer node name; NULL: any */
+	const char *resource;		/* must match the peer's; NULL: "" */
+	uint32_t features;
+};
+
+/* Opaque in spirit; on the stack, no heap.  Holds a copy of the key:
+ * wire_auth_clear() wipes it. */
+struct wire_auth {
+	uint8_t key[WIRE_KEY_MAX];
+	size_t keylen;
+	bool initiator;
+	unsigned sent, got;		/* bit (type - 1) per frame */
+	bool verified;
+	int error;			/* sticky, once failed */
+	char expect_peer[WIRE_NAME_MAX];
+	uint8_t nonce[WIRE_NONCE_LEN], peer_nonce[WIRE_NONCE_LEN];
+	uint8_t hello[WIRE_HELLO_LEN], peer_hello[WIRE_HELLO_LEN];
+	struct wire_hello self, peer;
+};
+
+/* nonce: 32 fresh random bytes (injected by tests); NULL draws them from
+ * getrandom().  0, or -EINVAL (key length, names), -errno from getrandom. */
+int wire_auth_init(struct wire_auth *a, const struct wire_auth_params *p,
+		   const uint8_t *nonce);
+/* The next frame to send: 1 with *len set, 0 when nothing is due now, or
+ * the sticky error.  cap >= WIRE_CONTROL_FRAME_MAX is always enough. */
+int wire_auth_next(struct wire_auth *a, uint8_t *buf, size_t cap, size_t *len);
+/* A received frame: WIRE_AUTH_CONTINUE, WIRE_AUTH_DONE (the peer proved the
+ * key and accepted ours; still send what wire_auth_next() has), -EACCES
+ * (bad proof, wrong peer or resource), -EPROTO (malformed or out of order).
+ * Errors are sticky. */
+int wire_auth_receive(struct wire_auth *a, const uint8_t *frame, size_t len);
+/* True once the handshake is complete in both directions. */
+bool wire_auth_done(const struct wire_auth *a);
+/* The peer's HELLO, valid once received (NULL before). */
+const struct wire_hello *wire_auth_peer_hello(const struct wire_auth *a);
+/* A key both sides derive from the handshake, for later use (per-frame
+ * MACs); 0, or -EAGAIN before the handshake is done, -EIO. */
+int wire_auth_session_key(const struct wire_auth *a, uint8_t out[WIRE_SESSION_KEY_LEN]);
+void wire_auth_clear(struct wire_auth *a);
+
+/* Reads a key file into buf: the key length, or -errno with *why set (if
+ * why is not NULL) to a static explanation: -EPERM if the file is readable
+ * or writable by group or others or owned by another user, -EINVAL if it is
+ * not a regular file or shorter than WIRE_KEY_MIN bytes, -EFBIG if longer
+ * than maxlen.  The key is the file's bytes, a trailing newline included. */
+ssize_t wire_key_load(const char *path, uint8_t *buf, size_t maxlen, const char **why);
+
+#endif
