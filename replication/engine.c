@@ -42,6 +42,7 @@ void repl__timer_del(struct repl_engine *eng, void **handle)
 int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 {
 	struct repl_engine *eng;
+	int r;
 
 	if (!loop || !loop->ops)
 		return -EINVAL;
@@ -49,6 +50,11 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 	if (!eng)
 		return -ENOMEM;
 	eng->loop = *loop;
+	r = repl__nbd_notify_new(eng);
+	if (r < 0) {
+		free(eng);
+		return r;
+	}
 	*out = eng;
 	return 0;
 }
@@ -85,5 +91,6 @@ void repl_engine_free(struct repl_engine *eng)
 		eng->volumes = vol->next;
 		repl__volume_free(vol);
 	}
+	repl__nbd_notify_free(eng);
 	free(eng);
 }

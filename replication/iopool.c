@@ -80,7 +80,10 @@ static void *worker_main(void *arg)
 		}
 		pthread_mutex_unlock(&p->lock);
 		io->result = repl__store_exec(p->fd, p->blockdev, io);
-		push_done(p, io);
+		if (io->flags & REPL_IO_DONE_ANY_THREAD)
+			io->done(io);
+		else
+			push_done(p, io);
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);

@@ -8,14 +8,24 @@
  * thread, once nothing references it: no request in flight, nothing left to
  * send (or the peer is gone), and no event handler running for it (busy).
  * A request's ->done may run inside conn_read() (a read from the page
- * cache), which is why the busy guard exists. */
+ * cache), which is why the busy guard exists.
+ *
+ * Threads: a request's ->done may also run on a volume worker, which then
+ * sends the reply itself (no trip through the loop).  c->lock guards what
+ * both sides touch: the output queue and the socket's send side, dead,
+ * the in-flight counters and notified.  A worker that leaves something for
+ * the loop (a full socket, a connection to close, room in the window)
+ * queues the connection on the engine's notify list, under c->lock, so the
+ * loop cannot free it in between. */
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -44,6 +54,7 @@ struct nbd_req {
 	struct outmsg out;
 	struct nbd_conn *conn;
 	uint64_t cookie;
+	size_t buflen;			/* counted in inflight_bytes */
 	uint16_t type;
 	uint8_t hdr[32];
 };
@@ -66,6 +77,9 @@ struct nbd_conn {
 	unsigned inflight;
 	size_t inflight_bytes;
 	unsigned busy;
+	pthread_mutex_t lock;
+	bool notified;			/* on the engine's notify list */
+	struct nbd_conn *notify_next;
 	bool registered;		/* fd is in the loop */
 	bool read_closed;		/* EOF, DISC, ABORT or stopping */
 	bool dead;			/* socket unusable: send nothing more */
@@ -73,8 +87,18 @@ struct nbd_conn {
 
 static void conn_update(struct nbd_conn *c);
 static void conn_maybe_close(struct nbd_conn *c);
+static void conn_notify_locked(struct nbd_conn *c);
+static void flush_locked(struct nbd_conn *c);
+static void conn_close_side(struct nbd_conn *c, bool dead);
+
+static void conn_flush(struct nbd_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
 static void conn_read(struct nbd_conn *c);
-static bool may_read(const struct nbd_conn *c);
+static bool may_read(struct nbd_conn *c);
 
 /* ---- output ---------------------------------------------------------- */
 
@@ -95,8 +119,9 @@ static void out_pop(struct nbd_conn *c)
 	m->free(m);
 }
 
-/* Sends what the socket takes now; the rest waits for POLLOUT. */
-static void conn_flush(struct nbd_conn *c)
+/* Sends what the socket takes now; the rest waits for POLLOUT.  Called
+ * with c->lock held. */
+static void flush_locked(struct nbd_conn *c)
 {
 	struct iovec iov[MAX_IOV];
 	struct msghdr msg = { .msg_iov = iov };
@@ -147,7 +172,9 @@ static int send_bytes(struct nbd_conn *c, const void *a, size_t alen,
 	m->iov[0] = (struct iovec){ m + 1, alen + blen };
 	m->niov = 1;
 	m->free = outmsg_free_plain;
+	pthread_mutex_lock(&c->lock);
 	out_push(c, m);
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -191,13 +218,14 @@ static void req_free(struct nbd_req *req)
 	free(req);
 }
 
+/* Called with c->lock held, or when no other thread can hold it. */
 static void req_out_free(struct outmsg *m)
 {
 	struct nbd_req *req = (struct nbd_req *)((char *)m - offsetof(struct nbd_req, out));
 	struct nbd_conn *c = req->conn;
 
 	c->inflight--;
-	c->inflight_bytes -= req->io.len;
+	c->inflight_bytes -= req->buflen;
 	req_free(req);
 }
 
@@ -213,15 +241,20 @@ static struct nbd_req *req_new(struct nbd_conn *c, uint64_t cookie, uint16_t typ
 		return NULL;
 	}
 	req->conn = c;
+	req->buflen = buflen;
 	req->cookie = cookie;
 	req->type = type;
 	req->out.free = req_out_free;
+	req->io.flags = REPL_IO_DONE_ANY_THREAD;
+	pthread_mutex_lock(&c->lock);
 	c->inflight++;
 	c->inflight_bytes += buflen;
+	pthread_mutex_unlock(&c->lock);
 	return req;
 }
 
-/* Fills req->hdr (and the data iovec for a successful read) and queues it. */
+/* Fills req->hdr (and the data iovec for a successful read) and queues it.
+ * Called with c->lock held. */
 static void req_reply(struct nbd_req *req, uint32_t error)
 {
 	struct nbd_conn *c = req->conn;
@@ -270,37 +303,42 @@ static void req_reply(struct nbd_req *req, uint32_t error)
 	out_push(c, &req->out);
 }
 
+static bool window_open_locked(const struct nbd_conn *c)
+{
+	return c->inflight < MAX_INFLIGHT && c->inflight_bytes < MAX_INFLIGHT_BYTES;
+}
+
+/* Any thread: answers the request (or drops it on a dead connection). */
 static void req_done(struct repl_io *io)
 {
 	struct nbd_req *req = (struct nbd_req *)io;
 	struct nbd_conn *c = req->conn;
+	bool was_closed, wake;
 
-	if (io->result < 0 && !c->dead)
+	if (io->result < 0)
 		plog_errno(LOG_WARNING, c->vol->name, -io->result,
 			   "request at offset %llu failed",
 			   (unsigned long long)io->offset);
+	pthread_mutex_lock(&c->lock);
+	was_closed = !window_open_locked(c);
 	if (c->dead) {
 		req_out_free(&req->out);
+		wake = c->inflight == 0;
 	} else {
 		req_reply(req, errno_to_nbd(-io->result));
-		conn_flush(c);
+		flush_locked(c);
+		wake = (c->out_head && !(c->events & POLLOUT)) ||
+		       (was_closed && window_open_locked(c)) ||
+		       (c->read_closed && c->inflight == 0) || c->dead;
 	}
-	c->vol->inflight--;
-	/* Input may wait in the buffer for room in the in-flight window. */
-	if (!c->busy && may_read(c) && (c->rx || c->in_end > c->in_start)) {
-		c->busy++;
-		conn_read(c);
-		conn_flush(c);
-		c->busy--;
-	}
-	conn_update(c);
-	conn_maybe_close(c);
+	if (wake)
+		conn_notify_locked(c);
+	pthread_mutex_unlock(&c->lock);
 }
 
 static void req_start(struct nbd_conn *c, struct nbd_req *req)
 {
 	req->io.done = req_done;
-	c->vol->inflight++;
 	repl__volume_io(c->vol, &req->io);
 }
 
@@ -310,7 +348,9 @@ static int reply_now(struct nbd_conn *c, uint64_t cookie, uint16_t type, uint32_
 
 	if (!req)
 		return -ENOMEM;
+	pthread_mutex_lock(&c->lock);
 	req_reply(req, error);
+	pthread_mutex_unlock(&c->lock);
 	return 0;
 }
 
@@ -356,7 +396,7 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 									   : (int)sizeof(r);
 	}
 	if (type == NBD_CMD_DISC) {
-		c->read_closed = true;
+		conn_close_side(c, false);
 		return (int)sizeof(r);
 	}
 	req = req_new(c, be64toh(r.cookie), type,
@@ -366,8 +406,8 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 	req->io.op = cmd_ops[type];
 	req->io.offset = offset;
 	req->io.len = type == NBD_CMD_FLUSH ? 0 : count;
-	req->io.flags = ((flags & NBD_CMD_FLAG_FUA) ? REPL_IO_FUA : 0) |
-			((flags & NBD_CMD_FLAG_NO_HOLE) ? REPL_IO_NO_HOLE : 0);
+	req->io.flags |= ((flags & NBD_CMD_FLAG_FUA) ? REPL_IO_FUA : 0) |
+			 ((flags & NBD_CMD_FLAG_NO_HOLE) ? REPL_IO_NO_HOLE : 0);
 	if (type == NBD_CMD_WRITE) {
 		c->rx = req;
 		c->rx_have = 0;
@@ -506,7 +546,7 @@ static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uin
 	case NBD_OPT_EXPORT_NAME:
 		return opt_export_name(c, d, len);
 	case NBD_OPT_ABORT:
-		c->read_closed = true;
+		conn_close_side(c, false);
 		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
 	case NBD_OPT_LIST:
 		return opt_list(c, len);
@@ -578,10 +618,24 @@ static int parse_one(struct nbd_conn *c, const uint8_t *p, size_t avail)
 	return -EPROTO;
 }
 
-static bool may_read(const struct nbd_conn *c)
+static bool may_read(struct nbd_conn *c)
 {
-	return !c->read_closed && !c->dead && c->inflight < MAX_INFLIGHT &&
-	       c->inflight_bytes < MAX_INFLIGHT_BYTES;
+	bool r;
+
+	pthread_mutex_lock(&c->lock);
+	r = !c->read_closed && !c->dead && window_open_locked(c);
+	pthread_mutex_unlock(&c->lock);
+	return r;
+}
+
+/* Loop thread: no more requests (dead: no more replies either). */
+static void conn_close_side(struct nbd_conn *c, bool dead)
+{
+	pthread_mutex_lock(&c->lock);
+	c->read_closed = true;
+	if (dead)
+		c->dead = true;
+	pthread_mutex_unlock(&c->lock);
 }
 
 /* Moves payload bytes (buffered first, then straight from the socket) into
@@ -677,13 +731,10 @@ static void conn_read(struct nbd_conn *c)
 			goto out;
 	}
 out:
-	if (r == -EPIPE) {
-		c->read_closed = true;
-		if (c->state != CS_TRANSMISSION || c->rx)
-			c->dead = true;	/* gone mid-message: nothing to answer */
-	} else if (r < 0) {
-		c->dead = true;
-	}
+	if (r == -EPIPE)	/* gone mid-message: nothing to answer */
+		conn_close_side(c, c->state != CS_TRANSMISSION || c->rx);
+	else if (r < 0)
+		conn_close_side(c, true);
 }
 
 /* ---- lifetime ----------------------------------------------------------- */
@@ -695,12 +746,13 @@ static void conn_event(void *arg, int fd, unsigned revents)
 	c->busy++;
 	if (revents & POLLOUT)
 		conn_flush(c);
-	if (revents & POLLIN)
+	/* Sent replies may have opened the window for requests that already
+	 * wait in the input buffer: the socket will not say POLLIN for them. */
+	if ((revents & POLLIN) || (may_read(c) && (c->rx || c->in_end > c->in_start)))
 		conn_read(c);
-	if (c->out_head)
-		conn_flush(c);
+	conn_flush(c);
 	if (revents & (POLLHUP | POLLERR))
-		c->dead = true;	/* nobody left to answer */
+		conn_close_side(c, true);	/* nobody left to answer */
 	c->busy--;
 	conn_update(c);
 	conn_maybe_close(c);
@@ -709,22 +761,25 @@ static void conn_event(void *arg, int fd, unsigned revents)
 static void conn_update(struct nbd_conn *c)
 {
 	unsigned ev = 0;
+	bool dead;
 
-	if (c->dead) {
-		/* Out of the loop at once: a hung-up socket would otherwise
-		 * report POLLHUP on every turn while requests drain. */
-		if (c->registered) {
-			repl__fd_del(c->eng, c->fd);
-			c->registered = false;
-		}
-		return;
+	pthread_mutex_lock(&c->lock);
+	dead = c->dead;
+	if (!dead) {
+		if (!c->read_closed && window_open_locked(c))
+			ev |= POLLIN;
+		if (c->out_head)
+			ev |= POLLOUT;
+		if (ev != c->events && repl__fd_mod(c->eng, c->fd, ev) == 0)
+			c->events = ev;
 	}
-	if (may_read(c))
-		ev |= POLLIN;
-	if (c->out_head)
-		ev |= POLLOUT;
-	if (ev != c->events && repl__fd_mod(c->eng, c->fd, ev) == 0)
-		c->events = ev;
+	pthread_mutex_unlock(&c->lock);
+	/* Out of the loop at once: a hung-up socket would otherwise report
+	 * POLLHUP on every turn while requests drain. */
+	if (dead && c->registered) {
+		repl__fd_del(c->eng, c->fd);
+		c->registered = false;
+	}
 }
 
 static void conn_free(struct nbd_conn *c)
@@ -746,14 +801,20 @@ static void conn_free(struct nbd_conn *c)
 		c->eng->conns = c->next;
 	if (c->next)
 		c->next->prev = c->prev;
+	pthread_mutex_destroy(&c->lock);
 	free(c->in);
 	free(c);
 }
 
+/* Loop thread.  Frees the connection once nothing can touch it: no
+ * handler running, not on the notify list, nothing in flight. */
 static void conn_maybe_close(struct nbd_conn *c)
 {
+	bool done;
+
 	if (c->busy)
 		return;
+	pthread_mutex_lock(&c->lock);
 	if (c->dead) {
 		/* Requests still running will find their connection gone. */
 		while (c->out_head)
@@ -762,13 +823,114 @@ static void conn_maybe_close(struct nbd_conn *c)
 			req_out_free(&c->rx->out);
 			c->rx = NULL;
 		}
-		if (c->inflight == 0)
-			conn_free(c);
-		return;
 	}
-	if (c->read_closed && c->inflight == 0 && !c->out_head)
+	done = !c->notified && c->inflight == 0 &&
+	       (c->dead || (c->read_closed && !c->out_head));
+	pthread_mutex_unlock(&c->lock);
+	if (done)
 		conn_free(c);
 }
+
+/* ---- the notify list: workers hand connections back to the loop ---------- */
+
+struct nbd_notify {
+	pthread_mutex_t lock;
+	int efd;
+	struct nbd_conn *head;
+};
+
+/* Called with c->lock held (so the loop cannot free c meanwhile). */
+static void conn_notify_locked(struct nbd_conn *c)
+{
+	struct nbd_notify *n = c->eng->notify;
+	uint64_t one = 1;
+	bool first;
+
+	if (c->notified)
+		return;
+	c->notified = true;
+	pthread_mutex_lock(&n->lock);
+	first = !n->head;
+	c->notify_next = n->head;
+	n->head = c;
+	pthread_mutex_unlock(&n->lock);
+	if (first && write(n->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		log_err_errno(errno, "notify eventfd");
+}
+
+/* What a worker left: arm POLLOUT, read input that waited for room in the
+ * window, or close. */
+static void conn_service(struct nbd_conn *c)
+{
+	pthread_mutex_lock(&c->lock);
+	c->notified = false;
+	pthread_mutex_unlock(&c->lock);
+	if (may_read(c) && (c->rx || c->in_end > c->in_start)) {
+		c->busy++;
+		conn_read(c);
+		conn_flush(c);
+		c->busy--;
+	}
+	conn_update(c);
+	conn_maybe_close(c);
+}
+
+static void notify_dispatch(void *arg, int fd, unsigned revents)
+{
+	struct nbd_notify *n = arg;
+	struct nbd_conn *c, *next;
+	uint64_t v;
+
+	if (read(fd, &v, sizeof(v)) < 0 && errno != EAGAIN)
+		log_err_errno(errno, "notify eventfd");
+	pthread_mutex_lock(&n->lock);
+	c = n->head;
+	n->head = NULL;
+	pthread_mutex_unlock(&n->lock);
+	for (; c; c = next) {
+		next = c->notify_next;
+		conn_service(c);
+	}
+}
+
+int repl__nbd_notify_new(struct repl_engine *eng)
+{
+	struct nbd_notify *n = calloc(1, sizeof(*n));
+	int r;
+
+	if (!n)
+		return -ENOMEM;
+	pthread_mutex_init(&n->lock, NULL);
+	n->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (n->efd < 0) {
+		r = -errno;
+		free(n);
+		return r;
+	}
+	r = repl__fd_add(eng, n->efd, POLLIN, notify_dispatch, n);
+	if (r < 0) {
+		close(n->efd);
+		free(n);
+		return r;
+	}
+	eng->notify = n;
+	return 0;
+}
+
+void repl__nbd_notify_free(struct repl_engine *eng)
+{
+	struct nbd_notify *n = eng->notify;
+
+	if (!n)
+		return;
+	repl__fd_del(eng, n->efd);
+	close(n->efd);
+	pthread_mutex_destroy(&n->lock);
+	free(n);
+	eng->notify = NULL;
+}
+
+/* ---- creation and stop ---------------------------------------------------- */
 
 int repl__nbd_conn_new(struct repl_engine *eng, int fd)
 {
@@ -789,7 +951,9 @@ int repl__nbd_conn_new(struct repl_engine *eng, int fd)
 	c->fd = fd;
 	c->out_tail = &c->out_head;
 	c->events = POLLIN;
+	pthread_mutex_init(&c->lock, NULL);
 	if (repl__fd_add(eng, fd, POLLIN, conn_event, c) < 0) {
+		pthread_mutex_destroy(&c->lock);
 		free(c->in);
 		free(c);
 		return -ENOMEM;
@@ -800,7 +964,7 @@ int repl__nbd_conn_new(struct repl_engine *eng, int fd)
 		c->next->prev = c;
 	eng->conns = c;
 	if (send_bytes(c, &greet, sizeof(greet), NULL, 0) < 0)
-		c->dead = true;
+		conn_close_side(c, true);
 	conn_flush(c);
 	conn_update(c);
 	conn_maybe_close(c);
@@ -813,9 +977,7 @@ void repl__nbd_conns_stop(struct repl_engine *eng)
 
 	for (c = eng->conns; c; c = next) {
 		next = c->next;
-		c->read_closed = true;
-		if (c->state != CS_TRANSMISSION)
-			c->dead = true;
+		conn_close_side(c, c->state != CS_TRANSMISSION);
 		if (c->rx) {
 			/* Half-received write: never acknowledged, dropped. */
 			req_out_free(&c->rx->out);

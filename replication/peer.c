@@ -456,6 +456,15 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	p->conn_id++;
 	p->backoff_ms = 0;
 	p->reason[0] = '\0';
+	/* Data flows only from a Primary: two Secondaries that differ stay
+	 * connected for state only, and re-decide when one is promoted. */
+	p->suppressed = !local.primary && !peer.primary && gv.decision != GEN_NO_SYNC;
+	if (p->suppressed) {
+		plog(LOG_INFO, vol->name, "peer %s: no resync between Secondaries; "
+		     "it starts when one is promoted", p->node);
+		p->link = REPL_LINK_CONNECTED;
+		return;
+	}
 	repl__rep_peer_up(p, gv.decision);
 }
 

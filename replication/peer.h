@@ -31,6 +31,7 @@ struct peer {
 	enum peer_conn conn;
 	int cfd;			/* socket while PC_CONNECTING */
 	uint64_t conn_id;		/* increases with every connection */
+	bool suppressed;		/* Secondary pair that differs: no data */
 	enum repl_link_state link;
 	char reason[128];
 	struct peer_link *l;		/* socket, buffers, handshake (peer.c) */

@@ -6,7 +6,9 @@
  * repl_volume (except what iopool.c's workers touch through struct
  * repl_io) and every NBD connection are owned by the loop thread.  Workers
  * only execute a struct repl_io against a file descriptor and hand it back
- * through the pool's eventfd; ->done always runs on the loop thread. */
+ * through the pool's eventfd, so ->done runs on the loop thread; except
+ * when the submitter set REPL_IO_DONE_ANY_THREAD: then the worker calls
+ * ->done itself (nbd_conn.c's replies, which lock what they share). */
 #ifndef REPL_REPL_INT_H
 #define REPL_REPL_INT_H
 
@@ -19,6 +21,7 @@ struct meta;
 struct iopool;
 struct nbd_listener;
 struct nbd_conn;
+struct nbd_notify;
 
 enum repl_io_op {
 	REPL_IO_READ,
@@ -31,6 +34,7 @@ enum repl_io_op {
 
 #define REPL_IO_FUA	(1u << 0)	/* durable before completion */
 #define REPL_IO_NO_HOLE	(1u << 1)	/* zero without deallocating */
+#define REPL_IO_DONE_ANY_THREAD (1u << 2)	/* ->done may run on a worker */
 
 struct repl_io {
 	enum repl_io_op op;
@@ -41,7 +45,8 @@ struct repl_io {
 	int result;			/* 0 or -errno, set before ->done */
 	int (*fn)(void *arg);		/* REPL_IO_CALL */
 	void *arg;
-	void (*done)(struct repl_io *io);	/* loop thread */
+	/* loop thread, unless REPL_IO_DONE_ANY_THREAD */
+	void (*done)(struct repl_io *io);
 	struct repl_io *next;		/* pool queue linkage */
 };
 
@@ -50,6 +55,7 @@ struct repl_engine {
 	struct repl_volume *volumes;
 	struct nbd_listener *listeners;
 	struct nbd_conn *conns;
+	struct nbd_notify *notify;
 	bool stopping;
 };
 
@@ -169,5 +175,7 @@ void repl__nbd_listeners_close(struct repl_engine *eng);
 int repl__nbd_conn_new(struct repl_engine *eng, int fd);
 void repl__nbd_conns_stop(struct repl_engine *eng);
 void repl__nbd_conns_free(struct repl_engine *eng);
+int repl__nbd_notify_new(struct repl_engine *eng);
+void repl__nbd_notify_free(struct repl_engine *eng);
 
 #endif

@@ -207,6 +207,7 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	w->io = io;
 	w->seq = ++vol->seq;
 	w->local = *io;
+	w->local.flags &= ~REPL_IO_DONE_ANY_THREAD;	/* vwrites are loop-owned */
 	w->local.done = local_done;
 	w->pending = 1;
 	w->vnext = vol->writes;

@@ -127,6 +127,11 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 	if (force && vol->disk_state != GEN_DISK_UPTODATE)
 		plog(LOG_CRIT, vol->name, "FORCED promotion of a %s replica: writes "
 		     "acknowledged elsewhere may be lost", gen_disk_name(vol->disk_state));
+	/* Peers that differ from us were only exchanging state: reconnect
+	 * them (still as a Secondary, so nothing is outdated) to resync. */
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (repl__peer_up(vol->peers[i]) && vol->peers[i]->suppressed)
+			repl__peer_drop(vol->peers[i], "reconnecting to resync after promotion");
 	promote_generation(vol, &sb, force);
 	sb.role = REPL_PRIMARY;
 	sb.disk_state = META_UPTODATE;

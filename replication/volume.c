@@ -19,6 +19,7 @@
 
 #define DEFAULT_IO_THREADS 8
 #define MAX_IO_THREADS 64
+#define INLINE_READ_MAX (64 * 1024)
 
 /* A new local volume is Primary from the start.  A new replica is a blank
  * Secondary: generation 0, and UpToDate, because a sparse new file reads
@@ -256,7 +257,9 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 {
 	int r;
 
-	if (io->op == REPL_IO_READ) {
+	/* Small cached reads are answered inline (no thread hop); large ones
+	 * go to the workers, which copy and send them in parallel. */
+	if (io->op == REPL_IO_READ && io->len <= INLINE_READ_MAX) {
 		r = repl__store_read_nowait(vol->fd, io);
 		if (r != -EAGAIN) {
 			io->result = r;
