@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "control.h"
 #include "evloop.h"
 #include "log.h"
 #include "repl.h"
@@ -37,6 +38,7 @@ struct daemon {
 	struct cfg *cfg;
 	struct evloop *loop;
 	struct repl_engine *eng;
+	struct control *control;
 	int pidfd;
 	uint8_t key[WIRE_KEY_MAX];
 	size_t key_len;
@@ -341,6 +343,17 @@ static int listen_nbd(struct daemon *d)
 	return 0;
 }
 
+static int open_control(struct daemon *d)
+{
+	int r = control_open(d->loop, d->eng, d->cfg, &d->control);
+
+	if (r < 0) {
+		log_err_errno(-r, "cannot open the control socket %s", d->cfg->control_socket);
+		return EX_CANTCREAT;
+	}
+	return 0;
+}
+
 static int daemonize(struct daemon *d)
 {
 	if (d->foreground)
@@ -405,11 +418,14 @@ int main(int argc, char **argv)
 		ex = add_volumes(&d);
 	if (!ex)
 		ex = listen_nbd(&d);
+	if (!ex)
+		ex = open_control(&d);
 	if (!ex) {
 		log_notice("replagentd %s started (static mode)", PACKAGE_VERSION);
 		ex = run(&d);
 	}
 out:
+	control_close(d.control);
 	repl_engine_free(d.eng);
 	evloop_free(d.loop);
 	pidfile_release(&d);

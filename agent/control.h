@@ -1,0 +1,31 @@
+/* control.h: replagentd's control socket, the daemon side.
+ *
+ * A Unix stream socket (mode 0600, so root's only) where a client sends one
+ * request line and gets one JSON object back: status, promote, demote,
+ * version (docs/control-protocol.md is the reference).  Everything runs on
+ * the daemon's evloop without blocking: clients that send garbage, too
+ * much, too slowly, or do not read their answer are dropped and cannot stall
+ * the loop.  This is not the command line (agent/replagent.c) and holds no
+ * state of its own beyond its clients: every answer asks the engine afresh. */
+#ifndef REPL_AGENT_CONTROL_H
+#define REPL_AGENT_CONTROL_H
+
+#include "cfg.h"
+#include "evloop.h"
+#include "repl.h"
+
+#define CONTROL_REQUEST_MAX 4096	/* bytes per request line, newline included */
+#define CONTROL_CLIENTS_MAX 32		/* concurrent clients; more are refused */
+#define CONTROL_TIMEOUT_MS 5000		/* per client, from accept to last byte */
+
+struct control;
+
+/* Creates cfg->control_socket (its parent directory 0755 if missing, a
+ * stale socket replaced; anything else at that path is left alone and
+ * -EEXIST returned) and serves it on loop.  eng and cfg must outlive it. */
+int control_open(struct evloop *loop, struct repl_engine *eng, const struct cfg *cfg,
+		 struct control **out);
+/* Drops all clients, closes and unlinks the socket.  NULL ok. */
+void control_close(struct control *c);
+
+#endif

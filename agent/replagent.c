@@ -1,0 +1,604 @@
+/* replagent.c: the command line for replagentd's control socket.
+ *
+ * "replagent [-s SOCKET] COMMAND ..." sends one request line to the daemon,
+ * reads its one JSON answer and turns it into text and an exit code: status
+ * (health as monitoring expects, 0..3, see health.h), promote, demote,
+ * version.  Every exchange is bounded by IO_TIMEOUT_MS, so it never hangs
+ * on a stuck daemon.  It decides nothing itself: role changes are the
+ * daemon's, and so are their refusals, which it passes on verbatim. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "cfg.h"
+#include "health.h"
+#include "json.h"
+#include "util.h"
+
+#define IO_TIMEOUT_MS 5000
+#define ANSWER_MAX (16u << 20)
+#define EXIT_FAILED 1		/* refused, or the daemon unreachable */
+
+struct cli {
+	const char *socket;
+	bool flag;		/* the command's flag: status --json, promote --force */
+	const char *args[2];	/* positional arguments after the command */
+	unsigned n_args;
+};
+
+struct command {
+	const char *name;
+	unsigned min_args, max_args;
+	const char *flag;	/* the one flag it takes, or NULL */
+	int (*fn)(struct cli *cli);
+};
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: replagent [-s SOCKET] COMMAND [ARGS]\n"
+		"Query and control replagentd through its control socket.\n\n"
+		"Commands:\n"
+		"  status [VOLUME] [--json]  roles, disk and link states, resync progress\n"
+		"  promote VOLUME [--force]  make this node Primary (--force: even if its\n"
+		"                            disk is not UpToDate)\n"
+		"  demote VOLUME             make this node Secondary\n"
+		"  version                   versions of this program and of the daemon\n"
+		"  help                      this text\n\n"
+		"Options:\n"
+		"  -s, --socket SOCKET  control socket (default $REPLAGENT_SOCKET, else\n"
+		"                       " CFG_DEFAULT_CONTROL_SOCKET ")\n"
+		"  -h, --help           this text\n"
+		"  -V, --version        print this program's version only\n\n"
+		"Exit status of status: 0 healthy, 1 degraded (peer not connected, resync\n"
+		"running, peer disk not UpToDate, I/O frozen), 2 critical (split brain,\n"
+		"failed or missing local disk, Primary not UpToDate), 3 unknown (daemon\n"
+		"unreachable, error, unexpected answer).\n"
+		"Other commands: 0 done, 1 refused by the daemon or daemon unreachable.\n"
+		"All commands: 64 usage error.\n");
+}
+
+static int usage_error(const char *fmt, const char *arg)
+{
+	fputs("replagent: ", stderr);
+	fprintf(stderr, "%s \"%s\"\n", fmt, arg);
+	usage(stderr);
+	return EX_USAGE;
+}
+
+/* ---- talking to the daemon ------------------------------------------------- */
+
+static int wait_fd(int fd, short events, uint64_t deadline)
+{
+	struct pollfd p = { .fd = fd, .events = events };
+	uint64_t now = now_mono_ms();
+	int n;
+
+	if (now >= deadline)
+		return -ETIMEDOUT;
+	n = poll(&p, 1, (int)(deadline - now));
+	if (n < 0)
+		return errno == EINTR ? 0 : -errno;
+	return n == 0 ? -ETIMEDOUT : 0;
+}
+
+/* Blocking connect, bounded by SO_SNDTIMEO; non-blocking afterwards. */
+static int connect_to(const char *path, int *out)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct timeval tv = { IO_TIMEOUT_MS / 1000, 0 };
+	int fd, r = 0;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	if (setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)) < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+		r = errno == EINPROGRESS ? -ETIMEDOUT : -errno;
+	if (r == 0)
+		r = fd_set_nonblock(fd);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	*out = fd;
+	return 0;
+}
+
+static int send_all(int fd, const char *buf, size_t len, uint64_t deadline)
+{
+	while (len > 0) {
+		ssize_t n = send(fd, buf, len, MSG_NOSIGNAL);
+		int r;
+
+		if (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (n > 0) {
+			buf += n;
+			len -= (size_t)n;
+		} else if ((r = wait_fd(fd, POLLOUT, deadline)) < 0) {
+			return r;
+		}
+	}
+	return 0;
+}
+
+static int grow(char **buf, size_t *cap)
+{
+	char *p;
+
+	if (*cap >= ANSWER_MAX)
+		return -EFBIG;
+	p = realloc(*buf, *cap * 2);
+	if (!p)
+		return -ENOMEM;
+	*buf = p;
+	*cap *= 2;
+	return 0;
+}
+
+/* Reads up to the first newline (not stored); *out is NUL-terminated. */
+static int recv_line(int fd, char **out, size_t *len, uint64_t deadline)
+{
+	size_t cap = 4096, n = 0;
+	char *buf = malloc(cap), *nl;
+	int r = buf ? 0 : -ENOMEM;
+
+	while (r == 0) {
+		ssize_t k = recv(fd, buf + n, cap - n - 1, 0);
+
+		if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
+			r = wait_fd(fd, POLLIN, deadline);
+			continue;
+		}
+		if (k <= 0) {
+			r = k == 0 ? -EPROTO : -errno;
+			break;
+		}
+		if ((nl = memchr(buf + n, '\n', (size_t)k))) {
+			*nl = '\0';
+			*out = buf;
+			*len = (size_t)(nl - buf);
+			return 0;
+		}
+		n += (size_t)k;
+		if (n + 1 == cap)
+			r = grow(&buf, &cap);
+	}
+	free(buf);
+	return r;
+}
+
+/* One exchange: the request line out, the answer line in (*raw, to free). */
+static int exchange(const char *sock, const char *req, char **raw, size_t *len)
+{
+	uint64_t deadline = now_mono_ms() + IO_TIMEOUT_MS;
+	int fd = -1, r;
+
+	r = connect_to(sock, &fd);
+	if (r < 0) {
+		fprintf(stderr, "replagent: cannot connect to %s: %s (is replagentd running?)\n",
+			sock, strerror(-r));
+		return r;
+	}
+	/* Even if the send fails, the daemon may have said why it hung up. */
+	r = send_all(fd, req, strlen(req), deadline);
+	if (r == 0 || r == -EPIPE || r == -ECONNRESET)
+		r = recv_line(fd, raw, len, deadline);
+	close(fd);
+	if (r < 0)
+		fprintf(stderr, "replagent: no answer from %s: %s\n", sock,
+			r == -EPROTO ? "connection closed" : strerror(-r));
+	return r;
+}
+
+/* Sends req and parses the answer; prints why on failure.  0 (answer in
+ * *ans, raw text in *raw when raw is not NULL), -EPROTO for an answer that
+ * is no JSON object with "ok", or another -errno. */
+static int ask(const struct cli *cli, const char *req, struct json_value **ans, char **raw)
+{
+	char *text = NULL;
+	size_t len = 0;
+	int r;
+
+	r = exchange(cli->socket, req, &text, &len);
+	if (r < 0)
+		return r;
+	r = json_parse(text, len, ans);
+	if (r == 0 && (!json_get(*ans, "ok") || json_get(*ans, "ok")->type != JSON_BOOL)) {
+		json_value_free(*ans);
+		r = -EPROTO;
+	}
+	if (r < 0) {
+		fprintf(stderr, "replagent: unexpected answer from %s\n", cli->socket);
+		free(text);
+		return -EPROTO;
+	}
+	if (raw)
+		*raw = text;
+	else
+		free(text);
+	return 0;
+}
+
+/* The daemon's text for a terminal: control characters become '?'. */
+static const char *clean(const char *s, char *buf, size_t len)
+{
+	size_t i;
+
+	for (i = 0; s[i] && i + 1 < len; i++)
+		buf[i] = (unsigned char)s[i] < 0x20 || s[i] == 0x7f ? '?' : s[i];
+	buf[i] = '\0';
+	return buf;
+}
+
+static void print_refusal(const char *what, const struct json_value *ans)
+{
+	const char *err = json_get_str(ans, "error");
+	char buf[512];
+
+	fprintf(stderr, "replagent: %s: %s\n", what,
+		err ? clean(err, buf, sizeof(buf)) : "refused (no reason given)");
+}
+
+/* ---- status ------------------------------------------------------------------- */
+
+struct widths {
+	int vol, role, disk;			/* volume lines */
+	int node, link, peer_role, peer_disk;	/* peer lines */
+};
+
+static const char *or_unknown(const char *s)
+{
+	return s ? s : "?";
+}
+
+static void widen(int *w, const char *s)
+{
+	*w = MAX(*w, (int)strlen(or_unknown(s)));
+}
+
+static void measure(const struct json_value *vols, struct widths *w)
+{
+	for (const struct json_value *v = vols->child; v; v = v->next) {
+		const struct json_value *peers = json_get(v, "peers");
+
+		widen(&w->vol, json_get_str(v, "name"));
+		widen(&w->role, json_get_str(v, "role"));
+		widen(&w->disk, json_get_str(v, "disk"));
+		for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next) {
+			widen(&w->node, json_get_str(p, "node"));
+			widen(&w->link, json_get_str(p, "link"));
+			widen(&w->peer_role, json_get_str(p, "peer_role"));
+			widen(&w->peer_disk, json_get_str(p, "peer_disk"));
+		}
+	}
+}
+
+/* Prints line without trailing blanks (padding of the last column). */
+static void put_line(char *line)
+{
+	size_t n = strlen(line);
+
+	while (n > 0 && line[n - 1] == ' ')
+		line[--n] = '\0';
+	puts(line);
+}
+
+static void append(char *line, size_t size, const char *s)
+{
+	size_t n = strlen(line);
+
+	snprintf(line + n, size - n, "%s", s);
+}
+
+static const char *format_eta(int64_t s, char *buf, size_t len)
+{
+	if (s < 60)
+		snprintf(buf, len, "%" PRId64 "s", s);
+	else if (s < 3600)
+		snprintf(buf, len, "%" PRId64 "m%02" PRId64 "s", s / 60, s % 60);
+	else
+		snprintf(buf, len, "%" PRId64 "h%02" PRId64 "m", s / 3600, s % 3600 / 60);
+	return buf;
+}
+
+static void append_resync(char *line, size_t size, const struct json_value *rs)
+{
+	uint64_t total = 0, done = 0, rate = 0;
+	int64_t eta;
+	char part[128], sz[32], t[32];
+
+	json_get_u64(rs, "total_bytes", &total);
+	json_get_u64(rs, "done_bytes", &done);
+	json_get_u64(rs, "rate_bps", &rate);
+	snprintf(part, sizeof(part), "  resync %u%% at %s/s",
+		 total ? (unsigned)(MIN(done, total) * 100 / total) : 0u,
+		 format_size(rate, sz, sizeof(sz)));
+	append(line, size, part);
+	if (json_get_i64(rs, "eta_s", &eta) == 0 && eta >= 0) {
+		snprintf(part, sizeof(part), ", ETA %s", format_eta(eta, t, sizeof(t)));
+		append(line, size, part);
+	}
+}
+
+static void print_peer(const struct json_value *p, const struct widths *w)
+{
+	const char *link = json_get_str(p, "link"), *reason = json_get_str(p, "reason");
+	uint64_t oos = 0;
+	char line[1024], part[256], sz[32];
+
+	snprintf(line, sizeof(line), "  %-*s  %-*s  %-*s  %-*s",
+		 w->node, or_unknown(json_get_str(p, "node")), w->link, or_unknown(link),
+		 w->peer_role, or_unknown(json_get_str(p, "peer_role")),
+		 w->peer_disk, or_unknown(json_get_str(p, "peer_disk")));
+	if (json_get_u64(p, "out_of_sync_bytes", &oos) == 0 && oos > 0) {
+		snprintf(part, sizeof(part), "  out of sync %s", format_size(oos, sz, sizeof(sz)));
+		append(line, sizeof(line), part);
+	}
+	if (link && (!strcmp(link, "SyncSource") || !strcmp(link, "SyncTarget")))
+		append_resync(line, sizeof(line), json_get(p, "resync"));
+	if (reason && *reason) {
+		snprintf(part, sizeof(part), "  (%s)", clean(reason, sz, sizeof(sz)));
+		append(line, sizeof(line), part);
+	}
+	put_line(line);
+}
+
+static void print_volume(const struct json_value *v, const struct widths *w)
+{
+	const struct json_value *peers = json_get(v, "peers");
+	uint64_t clients = 0;
+	char line[512];
+
+	json_get_u64(v, "clients", &clients);
+	snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  clients %" PRIu64 "%s",
+		 w->vol, or_unknown(json_get_str(v, "name")),
+		 w->role, or_unknown(json_get_str(v, "role")),
+		 w->disk, or_unknown(json_get_str(v, "disk")), clients,
+		 json_get_bool(v, "io_frozen") ? "  I/O frozen" : "");
+	put_line(line);
+	for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next)
+		print_peer(p, w);
+}
+
+/* Health of one volume of the answer; why gets the worst problem. */
+static enum health volume_health(const struct json_value *v, char *why, size_t whylen)
+{
+	const struct json_value *peers = json_get(v, "peers"), *p;
+	struct health_peer hp[8];
+	struct health_volume hv = {
+		.name = json_get_str(v, "name"), .role = json_get_str(v, "role"),
+		.disk = json_get_str(v, "disk"), .io_frozen = json_get_bool(v, "io_frozen"),
+		.peers = hp,
+	};
+
+	if (!peers || peers->type != JSON_ARRAY) {
+		snprintf(why, whylen, "%s: no peer list", or_unknown(hv.name));
+		return HEALTH_UNKNOWN;
+	}
+	for (p = peers->child; p && hv.n_peers < ARRAY_SIZE(hp); p = p->next)
+		hp[hv.n_peers++] = (struct health_peer){
+			.node = json_get_str(p, "node"), .link = json_get_str(p, "link"),
+			.peer_disk = json_get_str(p, "peer_disk"),
+		};
+	if (p) {
+		snprintf(why, whylen, "%s: too many peers", or_unknown(hv.name));
+		return HEALTH_UNKNOWN;
+	}
+	return health_volume(&hv, why, whylen);
+}
+
+static enum health overall_health(const struct json_value *vols, char *why, size_t whylen)
+{
+	enum health worst = HEALTH_OK;
+	char this[256];
+
+	why[0] = '\0';
+	for (const struct json_value *v = vols->child; v; v = v->next) {
+		enum health h = volume_health(v, this, sizeof(this));
+
+		if (health_worse(worst, h) != worst) {
+			worst = h;
+			snprintf(why, whylen, "%s", this);
+		}
+	}
+	return worst;
+}
+
+static void print_status(const struct json_value *ans, const struct json_value *vols)
+{
+	struct widths w = { 0 };
+
+	printf("node %s\n", or_unknown(json_get_str(ans, "node")));
+	if (!vols->child)
+		printf("no volumes\n");
+	measure(vols, &w);
+	for (const struct json_value *v = vols->child; v; v = v->next)
+		print_volume(v, &w);
+}
+
+static int cmd_status(struct cli *cli)
+{
+	struct json_value *ans;
+	const struct json_value *vols;
+	char req[256], *raw, why[256];
+	enum health h;
+
+	snprintf(req, sizeof(req), "status%s%s\n", cli->n_args ? " " : "",
+		 cli->n_args ? cli->args[0] : "");
+	if (ask(cli, req, &ans, &raw) < 0)
+		return HEALTH_UNKNOWN;
+	if (cli->flag)
+		printf("%s\n", raw);
+	free(raw);
+	vols = json_get(ans, "volumes");
+	if (!json_get_bool(ans, "ok")) {
+		print_refusal("status", ans);
+		h = HEALTH_UNKNOWN;
+	} else if (!vols || vols->type != JSON_ARRAY) {
+		fprintf(stderr, "replagent: unexpected answer from %s\n", cli->socket);
+		h = HEALTH_UNKNOWN;
+	} else {
+		h = overall_health(vols, why, sizeof(why));
+		if (!cli->flag)
+			print_status(ans, vols);
+		if (!cli->flag && h != HEALTH_OK)
+			printf("%s: %s\n", health_name(h), why);
+	}
+	json_value_free(ans);
+	return h;
+}
+
+/* ---- role changes, version ------------------------------------------------------ */
+
+static int role_change(struct cli *cli, const char *what, bool force)
+{
+	struct json_value *ans;
+	char req[256], msg[128];
+	int ex = EX_OK;
+
+	snprintf(req, sizeof(req), "%s %s%s\n", what, cli->args[0], force ? " --force" : "");
+	if (ask(cli, req, &ans, NULL) < 0)
+		return EXIT_FAILED;
+	if (!json_get_bool(ans, "ok")) {
+		snprintf(msg, sizeof(msg), "%s %s", what, cli->args[0]);
+		print_refusal(msg, ans);
+		ex = EXIT_FAILED;
+	}
+	json_value_free(ans);
+	return ex;
+}
+
+static int cmd_promote(struct cli *cli) { return role_change(cli, "promote", cli->flag); }
+static int cmd_demote(struct cli *cli) { return role_change(cli, "demote", false); }
+
+static int cmd_version(struct cli *cli)
+{
+	struct json_value *ans;
+	int ex = EX_OK;
+
+	printf("replagent %s\n", PACKAGE_VERSION);
+	fflush(stdout);
+	if (ask(cli, "version\n", &ans, NULL) < 0)
+		return EXIT_FAILED;
+	if (json_get_bool(ans, "ok")) {
+		printf("replagentd %s (node %s)\n", or_unknown(json_get_str(ans, "version")),
+		       or_unknown(json_get_str(ans, "node")));
+	} else {
+		print_refusal("version", ans);
+		ex = EXIT_FAILED;
+	}
+	json_value_free(ans);
+	return ex;
+}
+
+static int cmd_help(struct cli *cli)
+{
+	usage(stdout);
+	return EX_OK;
+}
+
+static const struct command commands[] = {
+	{ "status", 0, 1, "--json", cmd_status },
+	{ "promote", 1, 1, "--force", cmd_promote },
+	{ "demote", 1, 1, NULL, cmd_demote },
+	{ "version", 0, 0, NULL, cmd_version },
+	{ "help", 0, 0, NULL, cmd_help },
+};
+
+/* ---- arguments -------------------------------------------------------------------- */
+
+/* A word the daemon's one-line protocol can carry: no blanks, no control
+ * characters (the daemon checks the name itself). */
+static bool word_ok(const char *s)
+{
+	if (!*s)
+		return false;
+	for (; *s; s++)
+		if ((unsigned char)*s <= ' ' || *s == 0x7f)
+			return false;
+	return true;
+}
+
+static int parse_command_args(const struct command *cmd, struct cli *cli, int argc,
+			      char **argv)
+{
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (a[0] == '-' && cmd->flag && !strcmp(a, cmd->flag)) {
+			cli->flag = true;
+		} else if (a[0] == '-' && a[1]) {
+			return usage_error("unknown option", a);
+		} else if (!word_ok(a)) {
+			return usage_error("invalid volume name", a);
+		} else if (cli->n_args == cmd->max_args) {
+			return usage_error("unexpected argument", a);
+		} else {
+			cli->args[cli->n_args++] = a;
+		}
+	}
+	if (cli->n_args < cmd->min_args)
+		return usage_error("missing VOLUME for", cmd->name);
+	return 0;
+}
+
+static int parse_global(struct cli *cli, int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *env = getenv("REPLAGENT_SOCKET");
+	int c;
+
+	cli->socket = env && *env ? env : CFG_DEFAULT_CONTROL_SOCKET;
+	while ((c = getopt_long(argc, argv, "+s:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 's': cli->socket = optarg; break;
+		case 'h': usage(stdout); exit(EX_OK);
+		case 'V': printf("replagent %s\n", PACKAGE_VERSION); exit(EX_OK);
+		default: usage(stderr); return EX_USAGE;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, "replagent: no command given\n");
+		usage(stderr);
+		return EX_USAGE;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct cli cli = { 0 };
+	int ex;
+
+	ex = parse_global(&cli, argc, argv);
+	if (ex)
+		return ex;
+	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
+		if (strcmp(argv[optind], commands[i].name))
+			continue;
+		ex = parse_command_args(&commands[i], &cli, argc - optind - 1, argv + optind + 1);
+		return ex ? ex : commands[i].fn(&cli);
+	}
+	return usage_error("unknown command", argv[optind]);
+}

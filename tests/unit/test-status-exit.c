@@ -1,0 +1,132 @@
+/* test-status-exit.c: the exit code of "replagent status" (agent/health.c)
+ * from a table of volume states, and the problem it names. */
+#include "config.h"
+
+#include <string.h>
+
+#include "health.h"
+#include "unit.h"
+#include "util.h"
+
+#define P(node, link, disk) { node, link, disk }
+#define NONE 0, { { 0 } }
+
+static const struct {
+	const char *role, *disk;
+	bool frozen;
+	unsigned n_peers;
+	struct health_peer peers[2];
+	enum health want;
+	const char *why;	/* substring of the explanation, or NULL */
+} cases[] = {
+	/* healthy */
+	{ "Primary", "UpToDate", false, NONE, HEALTH_OK, NULL },
+	{ "Secondary", "UpToDate", false, NONE, HEALTH_OK, NULL },
+	{ "Primary", "UpToDate", false, 2,
+	  { P("n2", "Connected", "UpToDate"), P("n3", "Connected", "UpToDate") },
+	  HEALTH_OK, NULL },
+	{ "Secondary", "UpToDate", false, 1, { P("n1", "Connected", "UpToDate") },
+	  HEALTH_OK, NULL },
+	/* degraded */
+	{ "Primary", "UpToDate", false, 2,
+	  { P("n2", "Connected", "UpToDate"), P("n3", "Disconnected", "DUnknown") },
+	  HEALTH_DEGRADED, "peer n3 Disconnected" },
+	{ "Primary", "UpToDate", false, 1, { P("n2", "Connecting", "DUnknown") },
+	  HEALTH_DEGRADED, "not connected" },
+	{ "Primary", "UpToDate", false, 1, { P("n2", "SyncSource", "Inconsistent") },
+	  HEALTH_DEGRADED, "resync running" },
+	{ "Secondary", "Inconsistent", false, 1, { P("n1", "SyncTarget", "UpToDate") },
+	  HEALTH_DEGRADED, NULL },
+	{ "Primary", "UpToDate", false, 1, { P("n2", "Connected", "Outdated") },
+	  HEALTH_DEGRADED, "disk Outdated" },
+	{ "Primary", "UpToDate", false, 1, { P("n2", "Connected", "Inconsistent") },
+	  HEALTH_DEGRADED, "peer n2 disk Inconsistent" },
+	{ "Secondary", "Outdated", false, 1, { P("n1", "Connected", "UpToDate") },
+	  HEALTH_DEGRADED, "disk Outdated" },
+	{ "Primary", "UpToDate", true, 1, { P("n2", "Disconnected", "DUnknown") },
+	  HEALTH_DEGRADED, NULL },
+	{ "Primary", "UpToDate", true, NONE, HEALTH_DEGRADED, "I/O frozen" },
+	/* critical */
+	{ "Primary", "UpToDate", false, 2,
+	  { P("n2", "StandAlone", "DUnknown"), P("n3", "Connected", "UpToDate") },
+	  HEALTH_CRITICAL, "peer n2 StandAlone (split brain" },
+	{ "Secondary", "UpToDate", false, 1, { P("n1", "StandAlone", "DUnknown") },
+	  HEALTH_CRITICAL, "StandAlone" },
+	{ "Primary", "Inconsistent", false, 1, { P("n2", "SyncTarget", "UpToDate") },
+	  HEALTH_CRITICAL, "Primary with disk Inconsistent" },
+	{ "Primary", "Outdated", false, NONE, HEALTH_CRITICAL, "Primary with disk Outdated" },
+	{ "Secondary", "Failed", false, 1, { P("n1", "Connected", "UpToDate") },
+	  HEALTH_CRITICAL, "local disk failed" },
+	{ "Secondary", "Diskless", false, 1, { P("n1", "Connected", "UpToDate") },
+	  HEALTH_CRITICAL, "no local disk" },
+	{ "Primary", "Failed", true, 1, { P("n2", "Disconnected", "DUnknown") },
+	  HEALTH_CRITICAL, "failed" },
+	/* critical beats unknown, unknown beats degraded */
+	{ "Primary", "UpToDate", false, 2,
+	  { P("n2", "Bogus", "UpToDate"), P("n3", "StandAlone", "DUnknown") },
+	  HEALTH_CRITICAL, "n3" },
+	{ "Primary", "UpToDate", false, 2,
+	  { P("n2", "Disconnected", "DUnknown"), P("n3", "Bogus", "UpToDate") },
+	  HEALTH_UNKNOWN, "unknown link state Bogus" },
+	/* unknown */
+	{ "Primary", "Weird", false, NONE, HEALTH_UNKNOWN, "unknown disk state" },
+	{ "Leader", "UpToDate", false, NONE, HEALTH_UNKNOWN, "unknown role Leader" },
+	{ NULL, "UpToDate", false, NONE, HEALTH_UNKNOWN, NULL },
+	{ "Primary", NULL, false, NONE, HEALTH_UNKNOWN, NULL },
+	{ "Primary", "UpToDate", false, 1, { P("n2", NULL, "UpToDate") }, HEALTH_UNKNOWN, NULL },
+	{ "Primary", "UpToDate", false, 1, { P("n2", "Connected", NULL) }, HEALTH_UNKNOWN, NULL },
+	{ "Primary", "UpToDate", false, 1, { P("n2", "Connected", "Sideways") },
+	  HEALTH_UNKNOWN, "unknown disk state Sideways" },
+};
+
+static void test_table(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(cases); i++) {
+		struct health_volume v = {
+			.name = "vol0", .role = cases[i].role, .disk = cases[i].disk,
+			.io_frozen = cases[i].frozen, .n_peers = cases[i].n_peers,
+			.peers = cases[i].peers,
+		};
+		char why[256];
+		enum health h = health_volume(&v, why, sizeof(why));
+
+		CHECK_MSG(h == cases[i].want, "case %zu: got %s, want %s (%s)", i,
+			  health_name(h), health_name(cases[i].want), why);
+		CHECK_MSG((h == HEALTH_OK) == (why[0] == '\0'), "case %zu: why \"%s\"", i, why);
+		if (cases[i].why)
+			CHECK_MSG(strstr(why, cases[i].why), "case %zu: why \"%s\" lacks \"%s\"",
+				  i, why, cases[i].why);
+	}
+}
+
+static void test_worse(void)
+{
+	static const enum health order[] = {
+		HEALTH_OK, HEALTH_DEGRADED, HEALTH_UNKNOWN, HEALTH_CRITICAL,
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(order); i++)
+		for (size_t j = 0; j < ARRAY_SIZE(order); j++)
+			CHECK(health_worse(order[i], order[j]) == order[MAX(i, j)]);
+	CHECK(!strcmp(health_name(HEALTH_CRITICAL), "CRITICAL"));
+	CHECK(HEALTH_OK == 0 && HEALTH_DEGRADED == 1 && HEALTH_CRITICAL == 2 &&
+	      HEALTH_UNKNOWN == 3);
+}
+
+static void test_no_why(void)
+{
+	struct health_volume v = { .name = "v", .role = "Primary", .disk = "Failed" };
+	char tiny[4];
+
+	CHECK(health_volume(&v, NULL, 0) == HEALTH_CRITICAL);
+	CHECK(health_volume(&v, tiny, sizeof(tiny)) == HEALTH_CRITICAL);
+	CHECK(strlen(tiny) == 3);
+}
+
+int main(void)
+{
+	test_table();
+	test_worse();
+	test_no_why();
+	return unit_done("test-status-exit");
+}
