@@ -207,17 +207,40 @@ static int send_msg(struct peer *p, const struct wire_msg *m)
 	return link_send(p->l, m, NULL, 0, NULL);
 }
 
+/* A write larger than a frame goes as several frames with the same seq;
+ * returns how many (each is acknowledged), or -errno. */
+static int send_write_chunks(struct peer *p, const struct repl_io *io, uint64_t seq,
+			     uint32_t fua)
+{
+	struct wire_msg m = { .type = WIRE_WRITE, .seq = seq };
+	uint32_t done = 0;
+	int n = 0, r;
+
+	if (!p->l)
+		return -ENOTCONN;
+	while (done < io->len) {
+		uint32_t len = MIN(io->len - done, WIRE_DATA_MAX);
+		const uint8_t *data = (const uint8_t *)io->buf + done;
+		m.u.write = (struct wire_write){ io->offset + done, len, fua, data };
+		r = link_send(p->l, &m, data, len, NULL);
+		if (r < 0)
+			return r;
+		done += len;
+		n++;
+	}
+	return n;
+}
+
 int repl__peer_send_io(struct peer *p, struct vwrite *w)
 {
 	const struct repl_io *io = w->io;
 	struct wire_msg m = { .seq = w->seq };
 	uint32_t fua = (io->flags & REPL_IO_FUA) ? WIRE_WF_FUA : 0;
+	int r;
 
 	switch (io->op) {
 	case REPL_IO_WRITE:
-		m.type = WIRE_WRITE;
-		m.u.write = (struct wire_write){ io->offset, io->len, fua, io->buf };
-		return p->l ? link_send(p->l, &m, io->buf, io->len, NULL) : -ENOTCONN;
+		return send_write_chunks(p, io, w->seq, fua);
 	case REPL_IO_FLUSH:
 		m.type = WIRE_FLUSH;
 		break;
@@ -233,7 +256,8 @@ int repl__peer_send_io(struct peer *p, struct vwrite *w)
 	default:
 		return -EINVAL;
 	}
-	return send_msg(p, &m);
+	r = send_msg(p, &m);
+	return r < 0 ? r : 1;
 }
 
 int repl__peer_send_ack(struct peer *p, uint64_t seq, int result)

@@ -59,7 +59,9 @@ struct vwrite {
 	uint64_t seq;
 	unsigned pending;
 	int result;
+	int peer_error[REPL_MAX_PEERS];	/* a peer failed a frame of it */
 	bool on_peer[REPL_MAX_PEERS];
+	unsigned acks_left[REPL_MAX_PEERS];	/* frames not yet acknowledged */
 	struct vwrite *pnext[REPL_MAX_PEERS], *pprev[REPL_MAX_PEERS];
 	struct vwrite *vnext, *vprev;	/* volume's in-flight list */
 	struct vwrite *wnext;		/* waiting lists (bitmap flush, freeze) */
@@ -72,6 +74,8 @@ int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *
 void repl__peers_stop(struct repl_volume *vol);
 void repl__peers_free(struct repl_volume *vol);
 bool repl__peer_up(const struct peer *p);
+/* Sends w's request; returns the number of frames (acknowledgements to
+ * expect) or -errno. */
 int repl__peer_send_io(struct peer *p, struct vwrite *w);
 int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
 /* Our role, disk and generation; with outdated, a notice that it is now

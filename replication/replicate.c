@@ -196,6 +196,8 @@ static bool peer_takes_writes(const struct peer *p)
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 {
 	struct vwrite *w = calloc(1, sizeof(*w));
+	struct peer *failed[REPL_MAX_PEERS];
+	unsigned nfailed = 0;
 	bool flush = false;
 
 	if (!w) {
@@ -218,16 +220,24 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 		repl__rs_note_write(vol, io->offset, io->len);
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
-		if (peer_takes_writes(p) && repl__peer_send_io(p, w) == 0) {
+		int n = peer_takes_writes(p) ? repl__peer_send_io(p, w) : 0;
+		if (n > 0) {
 			unacked_append(p, w);
+			w->acks_left[i] = (unsigned)n;
 			w->pending++;
 		} else {
 			flush |= mark_missing(vol, i, io);
+			if (n < 0)
+				failed[nfailed++] = p;
 		}
 	}
 	if (flush)
 		bm_wait(vol, w);
 	repl__iopool_submit(vol->pool, &w->local);
+	/* A peer we could not send to is no longer in sync: drop it (which
+	 * outdates it) before anything more is acknowledged. */
+	for (unsigned i = 0; i < nfailed; i++)
+		repl__peer_drop(failed[i], "could not send a write");
 }
 
 void repl__rep_ack(struct peer *p, uint64_t seq, int result)
@@ -240,6 +250,11 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		repl__peer_drop(p, "acknowledgement for a write never sent");
 		return;
 	}
+	if (result < 0)
+		w->peer_error[p->idx] = result;
+	if (--w->acks_left[p->idx])
+		return;		/* more frames of this write to come */
+	result = w->peer_error[p->idx];
 	unacked_unlink(p, w);
 	if (result < 0) {
 		plog_errno(LOG_ERR, p->vol->name, -result,

@@ -5,40 +5,11 @@
 # AddressSanitizer + UBSan and runs the engine tests again.  Ends with one
 # line "N passed, N failed, N skipped".  CI runs it through .ci/run.
 set -u
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/.." || exit 1
 top=$(pwd)
 
-PACKAGES="build-essential autoconf automake libtool pkg-config
-  libssl-dev libqb-dev libcpg-dev libquorum-dev libcmap-dev libcorosync-common-dev
-  libvirt-dev libxml2-dev corosync pacemaker pcs
-  libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
-  nbdkit libnbd-bin python3-libnbd fio nasm shellcheck iproute2 xxd"
-
-log() { printf '=== %s\n' "$*"; }
-
-install_packages() {
-	[ "${SKIP_APT:-0}" = 1 ] && return 0
-	log "installing packages"
-	export DEBIAN_FRONTEND=noninteractive
-	# shellcheck disable=SC2086
-	if ! dpkg -s $PACKAGES >/dev/null 2>&1; then
-		apt-get update -qq || return 1
-		# shellcheck disable=SC2086
-		apt-get install -y -qq --no-install-recommends $PACKAGES >/dev/null || return 1
-	fi
-}
-
-# build DIR CONFIGURE-ARGS...
-build() {
-	local dir=$1; shift
-	log "building in $dir ($*)"
-	mkdir -p "$dir"
-	(cd "$dir" && "$top/configure" --enable-fatal-warnings "$@" >configure.out 2>&1 &&
-		make -j"$(nproc)" >make.out 2>&1) || {
-		tail -50 "$dir/make.out" "$dir/configure.out" 2>/dev/null
-		return 1
-	}
-}
+# shellcheck source=tests/setup.sh
+. "$top/tests/setup.sh"
 
 pass=0 fail=0 skip=0
 # check DIR TARGET: runs the tests, adds up the harness's counts.
@@ -65,18 +36,20 @@ check() {
 	fi
 }
 
+log() { setup_log "$@"; }
+
 status=0
-install_packages || { echo "package installation failed"; status=1; }
+setup_packages || { echo "package installation failed"; status=1; }
 if [ $status = 0 ]; then
 	log "autogen"
 	./autogen.sh >/dev/null 2>&1 || { echo "autogen failed"; status=1; }
 fi
-if [ $status = 0 ] && build build-ci; then
+if [ $status = 0 ] && setup_build "$top" build-ci; then
 	check build-ci check
 else
 	fail=$((fail + 1))
 fi
-if [ $status = 0 ] && build build-asan --enable-sanitizers; then
+if [ $status = 0 ] && setup_build "$top" build-asan --enable-sanitizers; then
 	export ASAN_OPTIONS=detect_leaks=1:abort_on_error=0
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	check build-asan check-engine
