@@ -340,7 +340,7 @@ static void print_peer(const struct json_value *p, const struct widths *w)
 {
 	const char *link = json_get_str(p, "link"), *reason = json_get_str(p, "reason");
 	uint64_t oos = 0;
-	char line[1024], part[256], sz[32];
+	char line[1024], part[256], sz[32], text[160];
 
 	snprintf(line, sizeof(line), "  %-*s  %-*s  %-*s  %-*s",
 		 w->node, or_unknown(json_get_str(p, "node")), w->link, or_unknown(link),
@@ -353,7 +353,7 @@ static void print_peer(const struct json_value *p, const struct widths *w)
 	if (link && (!strcmp(link, "SyncSource") || !strcmp(link, "SyncTarget")))
 		append_resync(line, sizeof(line), json_get(p, "resync"));
 	if (reason && *reason) {
-		snprintf(part, sizeof(part), "  (%s)", clean(reason, sz, sizeof(sz)));
+		snprintf(part, sizeof(part), "  (%s)", clean(reason, text, sizeof(text)));
 		append(line, sizeof(line), part);
 	}
 	put_line(line);

@@ -417,9 +417,9 @@ int main(int argc, char **argv)
 	if (!ex)
 		ex = add_volumes(&d);
 	if (!ex)
-		ex = listen_nbd(&d);
-	if (!ex)
 		ex = open_control(&d);
+	if (!ex)
+		ex = listen_nbd(&d);
 	if (!ex) {
 		log_notice("replagentd %s started (static mode)", PACKAGE_VERSION);
 		ex = run(&d);
