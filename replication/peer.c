@@ -465,14 +465,27 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	gv = gen_decide(&local, &peer);
-	plog(LOG_INFO, vol->name, "peer %s: %s (%s)", p->node,
-	     gen_decision_name(gv.decision), gv.reason);
-	if (gv.decision == GEN_SPLIT_BRAIN || gv.decision == GEN_UNRELATED ||
-	    gv.decision == GEN_REFUSE) {
-		snprintf(p->reason, sizeof(p->reason), "%s: %s",
-			 gen_decision_name(gv.decision), gv.reason);
+	/* A replica that crashed as Primary may hold writes that were in
+	 * flight and reached no one else.  Without an activity log to say
+	 * where, only a full resync makes the replicas equal again. */
+	if (gv.decision == GEN_SOURCE_BITMAP && (local.crashed_primary || peer.crashed_primary))
+		gv.decision = GEN_SOURCE_FULL;
+	else if (gv.decision == GEN_TARGET_BITMAP &&
+		 (local.crashed_primary || peer.crashed_primary))
+		gv.decision = GEN_TARGET_FULL;
+	plog(LOG_INFO, vol->name, "peer %s: %s (%s%s)", p->node,
+	     gen_decision_name(gv.decision), gv.reason,
+	     local.crashed_primary || peer.crashed_primary ? "; a Primary crashed" : "");
+	/* Data flows only from a Primary: two Secondaries stay connected for
+	 * state only, whatever their generations say, and re-decide when one
+	 * is promoted (it reconnects them). */
+	p->suppressed = !local.primary && !peer.primary && gv.decision != GEN_NO_SYNC;
+	if (!p->suppressed && (gv.decision == GEN_SPLIT_BRAIN ||
+			       gv.decision == GEN_UNRELATED || gv.decision == GEN_REFUSE)) {
+		char why[sizeof(p->reason)];
+		snprintf(why, sizeof(why), "%s: %s", gen_decision_name(gv.decision), gv.reason);
 		standalone(p, gv.decision == GEN_SPLIT_BRAIN ? WIRE_BYE_SPLIT_BRAIN
-			      : WIRE_BYE_REFUSED, p->reason);
+			      : WIRE_BYE_REFUSED, why);
 		return;
 	}
 	note_peer_view(p, v, gv.decision);
@@ -480,12 +493,9 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	p->conn_id++;
 	p->backoff_ms = 0;
 	p->reason[0] = '\0';
-	/* Data flows only from a Primary: two Secondaries that differ stay
-	 * connected for state only, and re-decide when one is promoted. */
-	p->suppressed = !local.primary && !peer.primary && gv.decision != GEN_NO_SYNC;
 	if (p->suppressed) {
-		plog(LOG_INFO, vol->name, "peer %s: no resync between Secondaries; "
-		     "it starts when one is promoted", p->node);
+		snprintf(p->reason, sizeof(p->reason), "%s between Secondaries: waits for "
+			 "a Primary", gen_decision_name(gv.decision));
 		p->link = REPL_LINK_CONNECTED;
 		return;
 	}
@@ -559,19 +569,34 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
 	/* A Primary we are in sync with moved its generation: follow it. */
-	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
+	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
+		if (sb.gen_current) {
+			sb.gen_history[1] = sb.gen_history[0];
+			sb.gen_history[0] = sb.gen_current;
+		}
 		sb.gen_current = s->current;
 		sb.gen_bitmap = 0;
 	}
 	if (s->outdate_notice && (o = peer_by_id(vol, s->outdated_node)))
 		sb.peers[o->idx].disk_state = META_OUTDATED;
+	/* About us: we missed writes, so we must not be promoted. */
+	if (s->outdate_notice && s->outdated_node == node_id_of(vol, vol->node) &&
+	    vol->role != REPL_PRIMARY && sb.disk_state == META_UPTODATE)
+		sb.disk_state = META_OUTDATED;
 	if (memcmp(&sb, meta_get(vol->meta), sizeof(sb)) != 0 && meta_update(vol->meta, &sb) < 0)
 		plog(LOG_ERR, vol->name, "cannot record the state %s sent", p->node);
+	if (sb.disk_state == META_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE) {
+		vol->disk_state = GEN_DISK_OUTDATED;
+		plog(LOG_WARNING, vol->name, "%s says this replica is Outdated", p->node);
+	}
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
-		     o ? o->node : "an unknown node");
+		     o ? o->node : "this node");
 		send_state(p, NULL);	/* the confirmation the Primary waits for */
+		/* Tell the outdated replica itself, if we can reach it. */
+		if (o && o != p && repl__peer_up(o))
+			send_state(o, o);
 	} else if (vol->role == REPL_PRIMARY) {
 		repl__rep_peer_state(p);
 	}
