@@ -17,8 +17,9 @@
 #   2. cleanup stack and process tracking
 #   3. replagentd: config files, start/stop, waiting for listeners
 #   4. NBD client helpers (qemu-io, ports)
-#   5. multi-node helpers (network namespaces): placeholder, see there
+#   5. several daemons (one per node)
 #   6. libvirt: a private libvirtd in its own mount namespace, boot sector
+#   7. replicated clusters: nodes, the CLI, network namespaces
 #
 # The scripts are bash (arrays, local, $RANDOM); they must pass
 # "shellcheck -S warning" with and without -x.  Variables that this file sets
@@ -462,17 +463,13 @@ s.settimeout(5)
 s.connect(sys.argv[1])' "$2"
 }
 
-# ---- 5. multi-node helpers ---------------------------------------------------
+# ---- 5. several daemons (one per node) ---------------------------------------
 #
-# Placeholder.  Multi-node tests will run one replagentd per node, each in its
-# own network namespace joined by a veth pair or bridge with private
-# addresses, so that replication traffic never leaves the machine:
-#   netns_create NAME ADDR/PREFIX   ip netns add, veth to a test bridge,
-#                                   registered with on_cleanup (ip netns del)
-#   netns_exec NAME CMD...          ip netns exec NAME CMD
-# and start each daemon with
-#   RA_EXEC_PREFIX=(ip netns exec NAME) start_replagentd_as NAME CONFIG -n NAME
-# using write_config -d "$TESTDIR/NAME" for per-node directories.
+# The building blocks: one daemon instance per node with
+#   write_config -d "$TESTDIR/NODE" ...     per-node directory and config
+#   RA_EXEC_PREFIX=(ip netns exec NS) start_replagentd_as NODE CONFIG -n NODE
+#   stop_replagentd NODE / kill_replagentd NODE / replagentd_alive NODE
+# Replicated clusters and network namespaces: section 7.
 
 # ---- 6. libvirt ------------------------------------------------------------
 
@@ -517,8 +514,11 @@ start_private_libvirtd() {
 		set -e
 		d=$1
 		mount --bind "$d/etc" /etc/libvirt
-		mount --bind "$d/run" /run/libvirt 2>/dev/null ||
-			{ mkdir -p /run/libvirt; mount --bind "$d/run" /run/libvirt; }
+		# A private /run: pid files and sockets of a system libvirtd or
+		# virtlogd (if one runs) are neither seen nor taken.
+		mkdir -p "$d/runroot/libvirt"
+		mount --bind "$d/runroot" /run
+		mount --bind "$d/run" /run/libvirt
 		mount --bind "$d/lib" /var/lib/libvirt
 		mount --bind "$d/log" /var/log/libvirt
 		mount --bind "$d/cache" /var/cache/libvirt
