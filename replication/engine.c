@@ -59,6 +59,17 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 	return 0;
 }
 
+void repl_engine_set_hooks(struct repl_engine *eng, const struct repl_hooks *hooks)
+{
+	eng->hooks = *hooks;
+}
+
+void repl__changed(struct repl_volume *vol)
+{
+	if (vol->eng->hooks.changed)
+		vol->eng->hooks.changed(vol->eng->hooks.arg, vol);
+}
+
 void repl_engine_stop(struct repl_engine *eng)
 {
 	if (eng->stopping)

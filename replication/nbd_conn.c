@@ -994,3 +994,17 @@ void repl__nbd_conns_free(struct repl_engine *eng)
 	while (eng->conns)
 		conn_free(eng->conns);
 }
+
+void repl__nbd_conns_drop_volume(struct repl_engine *eng, struct repl_volume *vol)
+{
+	struct nbd_conn *c, *next;
+
+	for (c = eng->conns; c; c = next) {
+		next = c->next;
+		if (c->vol != vol || c->state != CS_TRANSMISSION)
+			continue;
+		conn_close_side(c, true);
+		conn_update(c);
+		conn_maybe_close(c);
+	}
+}

@@ -365,6 +365,8 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 	p->link = standalone ? REPL_LINK_STANDALONE : REPL_LINK_DISCONNECTED;
 	if (!standalone && !p->vol->eng->stopping)
 		schedule_reconnect(p);
+	if (was_up)
+		repl__changed(p->vol);
 }
 
 void repl__peer_drop(struct peer *p, const char *why)
@@ -500,6 +502,7 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	repl__rep_peer_up(p, gv.decision);
+	repl__changed(vol);
 }
 
 /* ---- receiving ---------------------------------------------------------------- */
@@ -1004,6 +1007,10 @@ static void reconnect_fire(void *arg)
 	p->reconnect_timer = NULL;
 	if (p->conn != PC_IDLE || p->link == REPL_LINK_STANDALONE || p->vol->eng->stopping)
 		return;
+	if (!p->host || !p->port) {
+		set_reason(p, "address not known yet");
+		return;
+	}
 	r = connect_start(p);
 	if (r < 0) {
 		set_reason(p, "cannot connect: %s", strerror(-r));
@@ -1089,9 +1096,11 @@ static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
 	p->vol = vol;
 	p->idx = idx;
 	snprintf(p->node, sizeof(p->node), "%s", pc->node);
-	p->host = strdup(pc->host);
-	p->port = strdup(pc->port);
-	if (!p->host || !p->port) {
+	/* In cluster mode an address may not be known yet: NULL until
+	 * repl__peer_set_address(). */
+	p->host = pc->host ? strdup(pc->host) : NULL;
+	p->port = pc->port ? strdup(pc->port) : NULL;
+	if ((pc->host && !p->host) || (pc->port && !p->port)) {
 		free(p->host);
 		free(p->port);
 		free(p);
@@ -1174,4 +1183,30 @@ void repl__peers_free(struct repl_volume *vol)
 		vol->peers[i] = NULL;
 	}
 	vol->n_peers = 0;
+}
+
+int repl__peer_set_address(struct peer *p, const char *host, const char *port)
+{
+	char *h = strdup(host), *pt = strdup(port);
+
+	if (!h || !pt) {
+		free(h);
+		free(pt);
+		return -ENOMEM;
+	}
+	if (p->host && strcmp(p->host, h) == 0 && strcmp(p->port, pt) == 0) {
+		free(h);
+		free(pt);
+		return 0;
+	}
+	free(p->host);
+	free(p->port);
+	p->host = h;
+	p->port = pt;
+	if (p->initiator && p->conn == PC_IDLE && p->link != REPL_LINK_STANDALONE) {
+		repl__timer_del(p->vol->eng, &p->reconnect_timer);
+		p->backoff_ms = 0;
+		schedule_reconnect(p);
+	}
+	return 0;
 }

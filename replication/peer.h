@@ -87,6 +87,7 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 /* Our full state: after the handshake, it ends a resync we were source of. */
 int repl__peer_send_volume(struct peer *p);
 void repl__peer_drop(struct peer *p, const char *why);
+int repl__peer_set_address(struct peer *p, const char *host, const char *port);
 void repl__peer_gen_side(const struct repl_volume *vol, struct gen_side *out);
 
 /* replicate.c: called by peer.c */
@@ -101,6 +102,8 @@ void repl__rep_peer_state(struct peer *p);
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
 /* Shutting down: a peer lost now is not outdated; held writes go. */
 void repl__rep_close(struct repl_volume *vol);
+/* Without quorum: keep io until quorum returns (or the volume steps down). */
+void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
 
 /* resync.c */
 void repl__rs_start_source(struct peer *p, bool full);

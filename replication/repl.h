@@ -143,6 +143,40 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t whylen);
 int repl_volume_demote(struct repl_volume *vol, char *why, size_t whylen);
 
+/* ---- cluster mode ------------------------------------------------------ */
+
+/* What the engine asks of the program embedding it (replagentd's cluster
+ * mode).  All optional. */
+struct repl_hooks {
+	void *arg;
+	/* A Primary lost node's replica of vol and will acknowledge nothing
+	 * more until repl_volume_outdate_done(vol, token) says the cluster
+	 * recorded it.  Return -errno to fall back to the static rules. */
+	int (*outdate)(void *arg, struct repl_volume *vol, const char *node, uint64_t token);
+	/* Role, disk or link state changed (for events and announcements). */
+	void (*changed)(void *arg, struct repl_volume *vol);
+};
+
+void repl_engine_set_hooks(struct repl_engine *eng, const struct repl_hooks *hooks);
+void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token);
+/* The cluster says this replica missed writes: refuse promotion until a
+ * resync.  No-op on a Primary. */
+void repl_volume_mark_outdated(struct repl_volume *vol);
+/* The cluster says another replica is Outdated: record it. */
+void repl_volume_peer_outdated(struct repl_volume *vol, const char *node);
+/* Where a peer accepts replication connections (learnt late, or moved). */
+int repl_volume_peer_address(struct repl_volume *vol, const char *node, const char *host,
+			     const char *port);
+/* Without quorum a Primary holds every new request (the guest waits, it
+ * sees no error) and acknowledges nothing; with quorum back it goes on. */
+void repl_volume_set_quorate(struct repl_volume *vol, bool quorate);
+/* Another replica was promoted while this one was cut off: fail what it
+ * holds (never acknowledged), drop its clients, become a Secondary that
+ * will take a full resync. */
+void repl_volume_step_down(struct repl_volume *vol);
+/* Removes a volume that is not Primary and has no clients: 0, -EBUSY. */
+int repl_volume_remove(struct repl_volume *vol);
+
 /* ---- NBD ------------------------------------------------------------ */
 
 /* Listens on a Unix socket (unlinked again on stop) with the given mode. */

@@ -56,6 +56,7 @@ struct repl_engine {
 	struct nbd_listener *listeners;
 	struct nbd_conn *conns;
 	struct nbd_notify *notify;
+	struct repl_hooks hooks;
 	bool stopping;
 };
 
@@ -101,6 +102,9 @@ struct repl_volume {
 	struct meta_flush_job *bm_job;
 	/* acknowledgements held until a lost peer is recorded Outdated */
 	unsigned freeze;
+	bool quorate;			/* false: hold requests and acks */
+	struct repl_io *held_head, **held_tail;
+	uint64_t outdate_token;
 	bool closing;
 	struct vwrite *frozen;
 	void *freeze_timer;
@@ -175,6 +179,10 @@ void repl__nbd_listeners_close(struct repl_engine *eng);
 int repl__nbd_conn_new(struct repl_engine *eng, int fd);
 void repl__nbd_conns_stop(struct repl_engine *eng);
 void repl__nbd_conns_free(struct repl_engine *eng);
+/* Ends every client of vol (their requests still finish). */
+void repl__nbd_conns_drop_volume(struct repl_engine *eng, struct repl_volume *vol);
+/* Tells the embedding program that vol's state changed. */
+void repl__changed(struct repl_volume *vol);
 int repl__nbd_notify_new(struct repl_engine *eng);
 void repl__nbd_notify_free(struct repl_engine *eng);
 

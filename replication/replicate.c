@@ -118,13 +118,20 @@ static void vwrite_finish(struct vwrite *w)
 	free(w);
 }
 
+/* Acknowledgements wait while a lost peer is not yet recorded Outdated,
+ * and while the partition has no quorum. */
+static bool acks_held(const struct repl_volume *vol)
+{
+	return vol->freeze || !vol->quorate;
+}
+
 static void vwrite_put(struct vwrite *w)
 {
 	struct repl_volume *vol = w->vol;
 
 	if (--w->pending)
 		return;
-	if (vol->freeze) {
+	if (acks_held(vol)) {
 		/* A lost peer is not yet recorded Outdated everywhere. */
 		w->wnext = vol->frozen;
 		vol->frozen = w;
@@ -137,6 +144,8 @@ static void thaw(struct repl_volume *vol)
 {
 	struct vwrite *w = vol->frozen, *next;
 
+	if (acks_held(vol) && !vol->closing)
+		return;
 	vol->frozen = NULL;
 	for (; w; w = next) {
 		next = w->wnext;
@@ -303,6 +312,18 @@ static void outdate_peer(struct peer *p)
 		plog_errno(LOG_ERR, vol->name, -r, "cannot record %s as Outdated", p->node);
 	else
 		plog(LOG_WARNING, vol->name, "peer %s is gone: recorded as Outdated", p->node);
+	/* Cluster mode: the group records it; that alone releases the acks,
+	 * with no timeout (a partition without quorum never confirms). */
+	if (vol->eng->hooks.outdate &&
+	    vol->eng->hooks.outdate(vol->eng->hooks.arg, vol, p->node, ++vol->outdate_token) == 0) {
+		vol->freeze++;
+		for (unsigned i = 0; i < vol->n_peers; i++) {
+			struct peer *o = vol->peers[i];
+			if (o != p && repl__peer_up(o))
+				repl__peer_send_state(o, p);
+		}
+		return;
+	}
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *o = vol->peers[i];
 		if (o != p && repl__peer_up(o) && repl__peer_send_state(o, p) == 0)
@@ -313,12 +334,26 @@ static void outdate_peer(struct peer *p)
 				&vol->freeze_timer);
 }
 
+static void fail_frozen(struct repl_volume *vol, int err);
+
+/* Held acknowledgements are failed, not given: a stop must not turn a
+ * write the cluster has not secured into a success. */
 void repl__rep_close(struct repl_volume *vol)
 {
 	vol->closing = true;
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	vol->freeze = 0;
-	thaw(vol);
+	fail_frozen(vol, -ESHUTDOWN);
+}
+
+void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
+{
+	if (!vol->freeze)
+		return;
+	plog(LOG_INFO, vol->name, "the cluster recorded the outdate (%llu)",
+	     (unsigned long long)token);
+	if (--vol->freeze == 0)
+		thaw(vol);
 }
 
 /* A STATE from a peer confirmed (or brought) our view of the others. */
@@ -326,6 +361,8 @@ void repl__rep_peer_state(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 
+	if (vol->eng->hooks.outdate)
+		return;		/* the group confirms, not the peers */
 	if (vol->freeze && --vol->freeze == 0) {
 		repl__timer_del(vol->eng, &vol->freeze_timer);
 		thaw(vol);
@@ -471,4 +508,86 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 		return;
 	}
 	apply_submit(vol, a);
+}
+
+/* ---- quorum ---------------------------------------------------------------- */
+
+void repl__rep_hold(struct repl_volume *vol, struct repl_io *io)
+{
+	io->next = NULL;
+	*vol->held_tail = io;
+	vol->held_tail = &io->next;
+}
+
+static struct repl_io *take_held(struct repl_volume *vol)
+{
+	struct repl_io *io = vol->held_head;
+
+	vol->held_head = NULL;
+	vol->held_tail = &vol->held_head;
+	return io;
+}
+
+void repl_volume_set_quorate(struct repl_volume *vol, bool quorate)
+{
+	struct repl_io *io, *next;
+
+	if (vol->quorate == quorate)
+		return;
+	vol->quorate = quorate;
+	if (!quorate) {
+		if (vol->role == REPL_PRIMARY && vol->n_peers)
+			plog(LOG_WARNING, vol->name, "partition lost quorum: I/O frozen "
+			     "until it returns");
+		repl__changed(vol);
+		return;
+	}
+	plog(LOG_NOTICE, vol->name, "quorum is back: I/O resumes");
+	thaw(vol);
+	for (io = take_held(vol); io; io = next) {
+		next = io->next;
+		repl__volume_io(vol, io);
+	}
+	repl__changed(vol);
+}
+
+static void fail_frozen(struct repl_volume *vol, int err)
+{
+	struct vwrite *w = vol->frozen, *next;
+	struct repl_io *io, *inext;
+
+	vol->frozen = NULL;
+	for (; w; w = next) {
+		next = w->wnext;
+		w->result = err;
+		vwrite_finish(w);
+	}
+	for (io = take_held(vol); io; io = inext) {
+		inext = io->next;
+		io->result = err;
+		io->done(io);
+	}
+}
+
+void repl_volume_step_down(struct repl_volume *vol)
+{
+	struct meta_super sb;
+
+	if (vol->role != REPL_PRIMARY)
+		return;
+	plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
+	     "cut off: stepping down, unacknowledged writes are failed");
+	fail_frozen(vol, -ESHUTDOWN);
+	repl__nbd_conns_drop_volume(vol->eng, vol);
+	sb = *meta_get(vol->meta);
+	sb.role = REPL_SECONDARY;
+	/* Writes in flight at the cut may be on this disk alone. */
+	sb.flags |= META_F_PRIMARY_CRASHED;
+	if (meta_update(vol->meta, &sb) < 0)
+		plog(LOG_ERR, vol->name, "cannot record the step down");
+	vol->role = REPL_SECONDARY;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (vol->peers[i]->conn != PC_IDLE)
+			repl__peer_drop(vol->peers[i], "re-deciding after stepping down");
+	repl__changed(vol);
 }

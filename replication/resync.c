@@ -182,6 +182,7 @@ static void rs_finish(struct peer *p)
 	p->link = REPL_LINK_CONNECTED;
 	p->peer_disk = GEN_DISK_UPTODATE;
 	repl__peer_send_volume(p);
+	repl__changed(vol);
 }
 
 static void rs_pump(struct peer *p)
@@ -355,6 +356,7 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	p->link = REPL_LINK_CONNECTED;
 	p->peer_disk = v->disk;
 	plog(LOG_NOTICE, vol->name, "resync from %s done: UpToDate", p->node);
+	repl__changed(vol);
 }
 
 void repl__rs_stop(struct peer *p)

@@ -142,6 +142,7 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 	vol->disk_state = GEN_DISK_UPTODATE;
 	plog(LOG_NOTICE, vol->name, "promoted to Primary%s", force ? " (forced)" : "");
 	tell_peers(vol);
+	repl__changed(vol);
 	return 0;
 }
 
@@ -166,5 +167,66 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 	vol->role = REPL_SECONDARY;
 	plog(LOG_NOTICE, vol->name, "demoted to Secondary");
 	tell_peers(vol);
+	repl__changed(vol);
+	return 0;
+}
+
+void repl_volume_mark_outdated(struct repl_volume *vol)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (vol->role == REPL_PRIMARY || vol->disk_state != GEN_DISK_UPTODATE)
+		return;
+	sb.disk_state = META_OUTDATED;
+	if (meta_update(vol->meta, &sb) < 0) {
+		plog(LOG_ERR, vol->name, "cannot record this replica as Outdated");
+		return;
+	}
+	vol->disk_state = GEN_DISK_OUTDATED;
+	plog(LOG_WARNING, vol->name, "the cluster says this replica is Outdated");
+	repl__changed(vol);
+}
+
+static struct peer *peer_named(struct repl_volume *vol, const char *node)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (strcmp(vol->peers[i]->node, node) == 0)
+			return vol->peers[i];
+	return NULL;
+}
+
+void repl_volume_peer_outdated(struct repl_volume *vol, const char *node)
+{
+	struct peer *p = peer_named(vol, node);
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (!p || sb.peers[p->idx].disk_state == META_OUTDATED || repl__peer_up(p))
+		return;
+	sb.peers[p->idx].disk_state = META_OUTDATED;
+	if (meta_update(vol->meta, &sb) < 0)
+		plog(LOG_ERR, vol->name, "cannot record %s as Outdated", node);
+}
+
+int repl_volume_peer_address(struct repl_volume *vol, const char *node, const char *host,
+			     const char *port)
+{
+	struct peer *p = peer_named(vol, node);
+
+	return p ? repl__peer_set_address(p, host, port) : -ENOENT;
+}
+
+int repl_volume_remove(struct repl_volume *vol)
+{
+	struct repl_engine *eng = vol->eng;
+
+	if (vol->role == REPL_PRIMARY || vol->clients)
+		return -EBUSY;
+	for (struct repl_volume **pp = &eng->volumes; *pp; pp = &(*pp)->next)
+		if (*pp == vol) {
+			*pp = vol->next;
+			break;
+		}
+	plog(LOG_NOTICE, vol->name, "removed (its backing and metadata stay on disk)");
+	repl__volume_free(vol);
 	return 0;
 }

@@ -138,6 +138,8 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		return -ENOMEM;
 	vol->eng = eng;
 	vol->fd = -1;
+	vol->quorate = true;
+	vol->held_tail = &vol->held_head;
 	vol->name = strdup(cfg->name);
 	vol->backing = strdup(cfg->backing);
 	if (!vol->name || !vol->backing) {
@@ -257,6 +259,12 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 {
 	int r;
 
+	/* A Primary without quorum holds everything: another node may be
+	 * promoted meanwhile, and then even our reads would be stale. */
+	if (vol->n_peers && vol->role == REPL_PRIMARY && !vol->quorate) {
+		repl__rep_hold(vol, io);
+		return;
+	}
 	/* Small cached reads are answered inline (no thread hop); large ones
 	 * go to the workers, which copy and send them in parallel. */
 	if (io->op == REPL_IO_READ && io->len <= INLINE_READ_MAX) {
