@@ -50,7 +50,7 @@ struct parser {
 	struct cfg *cfg;
 	enum section sec;
 	int global_line;	/* 0 = no [global] seen yet */
-	int seen_line[16];	/* per keys[] entry: line it was set on, 0 = not */
+	int seen_line[32];	/* per keys[] entry: line it was set on, 0 = not */
 	unsigned vol_cap;
 	char *err;
 	size_t errlen;
@@ -367,6 +367,24 @@ static int set_outdate_timeout(struct parser *p, const struct key_def *kd, char 
 	return 0;
 }
 
+static int set_cluster(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (!strcmp(val, "corosync"))
+		p->cfg->cluster = true;
+	else if (!strcmp(val, "none"))
+		p->cfg->cluster = false;
+	else
+		return bad_value(p, kd, val);
+	return 0;
+}
+
+static int set_host(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (strlen(val) > 255 || strpbrk(val, " \t/[]"))
+		return bad_value(p, kd, val);
+	return replace_str(p, str_field(p, kd), val);
+}
+
 static int set_size(struct parser *p, const struct key_def *kd, char *val)
 {
 	uint64_t v;
@@ -459,6 +477,10 @@ static const struct key_def keys[] = {
 	  "err, warning, notice, info or debug"),
 	G("outdate-timeout", set_outdate_timeout, outdate_timeout_s, false,
 	  "a number of seconds from 1 to 3600"),
+	G("cluster", set_cluster, cluster, false, "corosync or none"),
+	G("replication-address", set_host, repl_address, false,
+	  "this node's IP address or host name for replication"),
+	G("data-dir", set_path, data_dir, false, "an absolute path"),
 	V("backing", set_path, backing, false,
 	  "an absolute path to a file or block device"),
 	V("size", set_size, size, false,
@@ -890,6 +912,8 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->state_dir);
 	free(cfg->pidfile);
 	free(cfg->key_file);
+	free(cfg->repl_address);
+	free(cfg->data_dir);
 	free(cfg);
 }
 

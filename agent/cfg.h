@@ -55,6 +55,9 @@ struct cfg {
 	char *key_file;
 	int log_level;		/* syslog LOG_* */
 	unsigned outdate_timeout_s;
+	bool cluster;		/* cluster = corosync: volumes come from the group */
+	char *repl_address;	/* NULL: corosync's address of this node */
+	char *data_dir;		/* backing files of cluster volumes; NULL: state-dir */
 	struct cfg_volume *volumes;
 	unsigned n_volumes;
 };
