@@ -51,7 +51,13 @@ struct control {
 	void *pause_timer;
 	struct client *clients;
 	unsigned n_clients;
+	struct control_ext ext;
 };
+
+void control_set_ext(struct control *c, const struct control_ext *ext)
+{
+	c->ext = *ext;
+}
 
 /* ---- clients -------------------------------------------------------------- */
 
@@ -241,7 +247,10 @@ static void cmd_promote(struct control *c, char **args, unsigned n, struct json_
 	vol = find_volume(c, args[0], w);
 	if (!vol)
 		return;
-	r = repl_volume_promote(vol, n == 2, why, sizeof(why));
+	r = c->ext.promote_guard ? c->ext.promote_guard(c->ext.arg, vol, n == 2, why,
+							sizeof(why)) : 0;
+	if (r == 0)
+		r = repl_volume_promote(vol, n == 2, why, sizeof(why));
 	why[sizeof(why) - 1] = '\0';
 	role_answer(w, n == 2 ? "promote --force" : "promote", args[0], r, why);
 }
@@ -318,8 +327,11 @@ static void dispatch(struct control *c, char *line, struct json_writer *w)
 			cmd->fn(c, words + 1, n - 1, w);
 		return;
 	}
-	answer_error(w, "unknown command \"%.64s\" (known: status, promote, demote, version)",
-		     words[0]);
+	if (c->ext.command && c->ext.command(c->ext.arg, words, n, w))
+		return;
+	answer_error(w, "unknown command \"%.64s\" (known: status, promote, demote, version%s)",
+		     words[0], c->ext.command ? ", volume-create, volume-list, volume-delete, "
+		     "disk-xml" : "");
 }
 
 /* Builds the answer to line, or the error err if line is NULL, and

@@ -19,12 +19,24 @@
 #define CONTROL_TIMEOUT_MS 5000		/* per client, from accept to last byte */
 
 struct control;
+struct json_writer;
+
+/* What cluster mode adds to the control socket. */
+struct control_ext {
+	void *arg;
+	/* Runs before a promotion: 0 to go on, or -errno and why. */
+	int (*promote_guard)(void *arg, struct repl_volume *vol, bool force, char *why,
+			     size_t whylen);
+	/* A command the static daemon does not know: true if it answered. */
+	bool (*command)(void *arg, char **words, unsigned n, struct json_writer *w);
+};
 
 /* Creates cfg->control_socket (its parent directory 0755 if missing, a
  * stale socket replaced; anything else at that path is left alone and
  * -EEXIST returned) and serves it on loop.  eng and cfg must outlive it. */
 int control_open(struct evloop *loop, struct repl_engine *eng, const struct cfg *cfg,
 		 struct control **out);
+void control_set_ext(struct control *c, const struct control_ext *ext);
 /* Drops all clients, closes and unlinks the socket.  NULL ok. */
 void control_close(struct control *c);
 

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "clusterd.h"
 #include "control.h"
 #include "evloop.h"
 #include "log.h"
@@ -39,6 +40,7 @@ struct daemon {
 	struct evloop *loop;
 	struct repl_engine *eng;
 	struct control *control;
+	struct clusterd *clusterd;
 	int pidfd;
 	uint8_t key[WIRE_KEY_MAX];
 	size_t key_len;
@@ -354,6 +356,24 @@ static int open_control(struct daemon *d)
 	return 0;
 }
 
+/* Cluster mode: volumes, quorum and node names come from corosync. */
+static int open_cluster(struct daemon *d)
+{
+	int r;
+
+	if (!d->cfg->cluster)
+		return 0;
+	if (!d->key_len && (r = load_key(d)))
+		return r;
+	r = clusterd_open(d->loop, d->eng, d->cfg, d->key, d->key_len, &d->clusterd);
+	if (r < 0) {
+		log_err_errno(-r, "cannot join the cluster");
+		return EX_UNAVAILABLE;
+	}
+	clusterd_attach_control(d->clusterd, d->control);
+	return 0;
+}
+
 static int daemonize(struct daemon *d)
 {
 	if (d->foreground)
@@ -419,12 +439,15 @@ int main(int argc, char **argv)
 	if (!ex)
 		ex = open_control(&d);
 	if (!ex)
+		ex = open_cluster(&d);
+	if (!ex)
 		ex = listen_nbd(&d);
 	if (!ex) {
 		log_notice("replagentd %s started (static mode)", PACKAGE_VERSION);
 		ex = run(&d);
 	}
 out:
+	clusterd_close(d.clusterd);
 	control_close(d.control);
 	repl_engine_free(d.eng);
 	evloop_free(d.loop);

@@ -80,6 +80,7 @@ struct repl_volume_config {
 	const uint8_t *key;	/* shared secret proving peers are ours */
 	size_t key_len;
 	unsigned outdate_timeout_ms;	/* how long I/O waits to outdate a lost peer */
+	const uint8_t *uuid;	/* 16 bytes for a new replica; NULL: random */
 };
 
 /* Opens (or creates, for a file that does not exist) the volume and its

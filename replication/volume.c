@@ -32,8 +32,9 @@ static int volume_new_meta(struct repl_volume *vol, const char *path,
 	int r;
 
 	memset(&sb, 0, sizeof(sb));
-	r = meta_generate_uuid(sb.uuid);
-	if (r < 0)
+	if (cfg->uuid)
+		memcpy(sb.uuid, cfg->uuid, sizeof(sb.uuid));
+	else if ((r = meta_generate_uuid(sb.uuid)) < 0)
 		return r;
 	sb.size = vol->size;
 	sb.region_shift = 16;
@@ -274,7 +275,7 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 			io->done(io);
 			return;
 		}
-	} else if (vol->n_peers && vol->role == REPL_PRIMARY) {
+	} else if (io->op != REPL_IO_READ && vol->n_peers && vol->role == REPL_PRIMARY) {
 		repl__rep_io(vol, io);
 		return;
 	}

@@ -1,0 +1,674 @@
+/* clusterd.c: see clusterd.h.
+ *
+ * State exchange: on every membership change each member sends everything
+ * it knows (its ANNOUNCE, every volume definition including tombstones,
+ * its roles, the outdate records of its replicas); merging is idempotent,
+ * so a node that was down, or on the other side of a partition, catches up
+ * without a leader.  Messages arrive in the same (agreed) order on every
+ * member; our own OUTDATE coming back means every member of this
+ * configuration has it, which is what releases a Primary's acknowledgements
+ * - and only while the partition is quorate. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "cluster.h"
+#include "clmsg.h"
+#include "clusterd.h"
+#include "control.h"
+#include "json.h"
+#include "log.h"
+#include "util.h"
+#include "voldb.h"
+
+#define MAX_NODES 32
+#define BASE_PORT 7789
+
+struct known_node {
+	uint32_t nodeid;
+	char node[CLMSG_NAME_MAX];
+	char addr[CLMSG_ADDR_MAX];
+};
+
+struct pending_outdate {
+	struct pending_outdate *next;
+	char volume[CLMSG_NAME_MAX];
+	char node[CLMSG_NAME_MAX];
+	uint64_t token;
+};
+
+struct primary_rec {		/* who said it is Primary of a volume */
+	char volume[CLMSG_NAME_MAX];
+	char node[CLMSG_NAME_MAX];
+	uint32_t nodeid;
+};
+
+struct clusterd {
+	struct evloop *loop;
+	struct repl_engine *eng;
+	struct cfg *cfg;
+	const uint8_t *key;
+	size_t key_len;
+	struct cluster *cl;
+	struct voldb *db;
+	uint32_t nodeid;
+	char addr[CLMSG_ADDR_MAX];
+	bool ready;			/* connected, node name known */
+	bool quorate;
+	uint32_t members[MAX_NODES];
+	size_t n_members;
+	struct known_node nodes[MAX_NODES];
+	size_t n_nodes;
+	struct primary_rec primaries[256];
+	size_t n_primaries;
+	struct pending_outdate *pending;
+};
+
+/* ---- sending ------------------------------------------------------------------ */
+
+/* Names are validated to fit before they get here; this only bounds. */
+static void copy_str(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
+
+static void send_msg(struct clusterd *cd, const struct clmsg *m)
+{
+	uint8_t buf[CLMSG_MAX_LEN + 64];
+	ssize_t n = clmsg_encode(m, buf, sizeof(buf));
+	int r;
+
+	if (n < 0) {
+		log_err("cluster: cannot encode %s: %s", clmsg_type_name(m->type),
+			strerror((int)-n));
+		return;
+	}
+	r = cluster_send(cd->cl, buf, (size_t)n);
+	if (r < 0)
+		log_warn_errno(-r, "cluster: cannot send %s", clmsg_type_name(m->type));
+}
+
+static void send_announce(struct clusterd *cd)
+{
+	struct clmsg m = { .type = CLMSG_ANNOUNCE };
+
+	m.u.announce.nodeid = cd->nodeid;
+	copy_str(m.u.announce.node, sizeof(m.u.announce.node), cd->cfg->node);
+	copy_str(m.u.announce.addr, sizeof(m.u.announce.addr), cd->addr);
+	send_msg(cd, &m);
+}
+
+static void send_role(struct clusterd *cd, struct repl_volume *vol)
+{
+	struct clmsg m = { .type = CLMSG_ROLE };
+	struct repl_volume_status st;
+
+	repl_volume_status(vol, &st);
+	copy_str(m.u.role.volume, sizeof(m.u.role.volume), st.name);
+	copy_str(m.u.role.node, sizeof(m.u.role.node), cd->cfg->node);
+	m.u.role.role = repl_volume_role(vol) == REPL_PRIMARY;
+	m.u.role.disk = 5;	/* GEN_DISK_UNKNOWN: informational only */
+	send_msg(cd, &m);
+}
+
+static void send_outdate(struct clusterd *cd, const struct pending_outdate *po)
+{
+	struct clmsg m = { .type = CLMSG_OUTDATE };
+
+	snprintf(m.u.outdate.volume, sizeof(m.u.outdate.volume), "%s", po->volume);
+	snprintf(m.u.outdate.node, sizeof(m.u.outdate.node), "%s", po->node);
+	m.u.outdate.generation = po->token;
+	m.u.outdate.from = cd->nodeid;
+	send_msg(cd, &m);
+}
+
+/* Everything we know, for members that may not know it. */
+static void send_state(struct clusterd *cd)
+{
+	struct clmsg m = { .type = CLMSG_VOLDEF };
+
+	send_announce(cd);
+	for (size_t i = 0; i < voldb_count(cd->db); i++) {
+		m.u.voldef = *voldb_at(cd->db, i);
+		send_msg(cd, &m);
+	}
+	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
+		send_role(cd, v);
+	if (cd->quorate)
+		for (struct pending_outdate *po = cd->pending; po; po = po->next)
+			send_outdate(cd, po);
+}
+
+/* ---- nodes and primaries -------------------------------------------------------- */
+
+static struct known_node *node_by_name(struct clusterd *cd, const char *name)
+{
+	for (size_t i = 0; i < cd->n_nodes; i++)
+		if (strcmp(cd->nodes[i].node, name) == 0)
+			return &cd->nodes[i];
+	return NULL;
+}
+
+static bool is_member(const struct clusterd *cd, uint32_t nodeid)
+{
+	for (size_t i = 0; i < cd->n_members; i++)
+		if (cd->members[i] == nodeid)
+			return true;
+	return false;
+}
+
+static struct primary_rec *primary_of(struct clusterd *cd, const char *volume)
+{
+	for (size_t i = 0; i < cd->n_primaries; i++)
+		if (strcmp(cd->primaries[i].volume, volume) == 0)
+			return &cd->primaries[i];
+	return NULL;
+}
+
+static void set_primary(struct clusterd *cd, const char *volume, const char *node,
+			uint32_t nodeid, bool primary)
+{
+	struct primary_rec *pr = primary_of(cd, volume);
+
+	if (!primary) {
+		if (pr && strcmp(pr->node, node) == 0)
+			*pr = cd->primaries[--cd->n_primaries];
+		return;
+	}
+	if (!pr) {
+		if (cd->n_primaries == ARRAY_SIZE(cd->primaries))
+			return;
+		pr = &cd->primaries[cd->n_primaries++];
+	}
+	snprintf(pr->volume, sizeof(pr->volume), "%s", volume);
+	snprintf(pr->node, sizeof(pr->node), "%s", node);
+	pr->nodeid = nodeid;
+}
+
+/* ---- volumes ----------------------------------------------------------------------- */
+
+static bool def_has_node(const struct voldef *d, const char *node)
+{
+	for (unsigned i = 0; i < d->n_nodes; i++)
+		if (strcmp(d->nodes[i], node) == 0)
+			return true;
+	return false;
+}
+
+static void attach(struct clusterd *cd, const struct voldef *d)
+{
+	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
+	char backing[4096], meta[4096], port[8];
+	struct repl_volume_config vc = {
+		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
+		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
+		.key_len = cd->key_len, .uuid = d->uuid,
+		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
+	};
+	int r;
+
+	snprintf(backing, sizeof(backing), "%s/%s.img", dir, d->name);
+	snprintf(meta, sizeof(meta), "%s/%s.meta", cd->cfg->state_dir, d->name);
+	snprintf(port, sizeof(port), "%u", d->port);
+	for (unsigned i = 0; i < d->n_nodes && vc.n_peers < REPL_MAX_PEERS; i++) {
+		struct known_node *kn;
+		if (strcmp(d->nodes[i], cd->cfg->node) == 0)
+			continue;
+		kn = node_by_name(cd, d->nodes[i]);
+		vc.peers[vc.n_peers++] = (struct repl_peer_config){
+			d->nodes[i], kn ? kn->addr : NULL, port };
+	}
+	mkdir(dir, 0700);
+	r = repl_volume_add(cd->eng, &vc, NULL);
+	if (r < 0) {
+		log_err_errno(-r, "cluster: cannot attach volume %s", d->name);
+		return;
+	}
+	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->quorate);
+	log_notice("cluster: volume %s attached (%s)", d->name, backing);
+}
+
+static void apply_def(struct clusterd *cd, const struct voldef *d)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
+	bool mine = def_has_node(d, cd->cfg->node);
+
+	if (d->deleted || !mine) {
+		if (vol && repl_volume_remove(vol) < 0)
+			log_warn("cluster: volume %s is deleted but Primary or in use here: "
+				 "it goes when demoted and unused", d->name);
+		return;
+	}
+	if (!vol)
+		attach(cd, d);
+}
+
+static void apply_addresses(struct clusterd *cd, const struct known_node *kn)
+{
+	char port[8];
+
+	for (size_t i = 0; i < voldb_count(cd->db); i++) {
+		const struct voldef *d = voldb_at(cd->db, i);
+		struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
+		if (!vol || d->deleted || !def_has_node(d, kn->node))
+			continue;
+		snprintf(port, sizeof(port), "%u", d->port);
+		repl_volume_peer_address(vol, kn->node, kn->addr, port);
+	}
+}
+
+/* ---- delivery ------------------------------------------------------------------- */
+
+static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
+{
+	struct known_node *kn = node_by_name(cd, a->node);
+
+	if (!kn) {
+		if (cd->n_nodes == MAX_NODES)
+			return;
+		kn = &cd->nodes[cd->n_nodes++];
+	} else if (kn->nodeid == a->nodeid && strcmp(kn->addr, a->addr) == 0) {
+		return;
+	}
+	kn->nodeid = a->nodeid;
+	snprintf(kn->node, sizeof(kn->node), "%s", a->node);
+	snprintf(kn->addr, sizeof(kn->addr), "%s", a->addr);
+	log_info("cluster: node %s (%" PRIu32 ") replicates at %s", kn->node, kn->nodeid,
+		 kn->addr);
+	apply_addresses(cd, kn);
+}
+
+static void on_voldef(struct clusterd *cd, const struct voldef *d)
+{
+	int r = voldb_accept(cd->db, d);
+
+	if (r < 0) {
+		log_err_errno(-r, "cluster: cannot record the definition of %s", d->name);
+		return;
+	}
+	if (r == VOLDB_NEW || r == VOLDB_UPDATED) {
+		log_notice("cluster: volume %s %s (version %" PRIu64 ")", d->name,
+			   d->deleted ? "deleted" : "defined", d->version);
+		apply_def(cd, voldb_find(cd->db, d->name));
+	}
+}
+
+static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_outdate *o)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, o->volume);
+	struct pending_outdate **pp, *po;
+
+	if (vol && strcmp(o->node, cd->cfg->node) == 0)
+		repl_volume_mark_outdated(vol);
+	else if (vol)
+		repl_volume_peer_outdated(vol, o->node);
+	if (from != cd->nodeid || !cd->quorate)
+		return;
+	/* Our own record came back through a quorate group: every member of
+	 * this configuration has it. */
+	for (pp = &cd->pending; (po = *pp); pp = &po->next) {
+		if (po->token == o->generation && strcmp(po->volume, o->volume) == 0) {
+			*pp = po->next;
+			if (vol)
+				repl_volume_outdate_done(vol, po->token);
+			free(po);
+			return;
+		}
+	}
+}
+
+static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
+{
+	set_primary(cd, r->volume, r->node, from, r->role == 1);
+}
+
+static void deliver(void *arg, uint32_t nodeid, const void *msg, size_t len)
+{
+	struct clusterd *cd = arg;
+	struct clmsg m;
+	int r = clmsg_decode(msg, len, &m);
+
+	if (r < 0) {
+		log_warn("cluster: node %" PRIu32 " sent an invalid message: %s", nodeid,
+			 strerror(-r));
+		return;
+	}
+	switch (m.type) {
+	case CLMSG_ANNOUNCE: on_announce(cd, &m.u.announce); break;
+	case CLMSG_VOLDEF: on_voldef(cd, &m.u.voldef); break;
+	case CLMSG_OUTDATE: on_outdate(cd, nodeid, &m.u.outdate); break;
+	case CLMSG_ROLE: on_role(cd, nodeid, &m.u.role); break;
+	default: break;
+	}
+}
+
+/* ---- membership, quorum, connection ----------------------------------------------- */
+
+static void membership(void *arg, const uint32_t *members, size_t n, const uint32_t *joined,
+		       size_t nj, const uint32_t *left, size_t nl)
+{
+	struct clusterd *cd = arg;
+
+	cd->n_members = MIN(n, (size_t)MAX_NODES);
+	memcpy(cd->members, members, cd->n_members * sizeof(*members));
+	/* A Primary that left is no longer one we must respect here. */
+	for (size_t i = 0; i < cd->n_primaries; )
+		if (!is_member(cd, cd->primaries[i].nodeid))
+			cd->primaries[i] = cd->primaries[--cd->n_primaries];
+		else
+			i++;
+	log_info("cluster: %zu member(s), %zu joined, %zu left", n, nj, nl);
+	if (cd->ready)
+		send_state(cd);
+}
+
+/* Back in a quorate partition: if someone else became Primary of a volume
+ * we were Primary of, we lost; step down. */
+static void check_lost_primaries(struct clusterd *cd)
+{
+	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
+		struct primary_rec *pr = primary_of(cd, repl_volume_name(v));
+		if (repl_volume_role(v) == REPL_PRIMARY && pr && pr->nodeid != cd->nodeid &&
+		    is_member(cd, pr->nodeid))
+			repl_volume_step_down(v);
+	}
+}
+
+static void quorum(void *arg, bool quorate)
+{
+	struct clusterd *cd = arg;
+
+	if (cd->quorate == quorate)
+		return;
+	cd->quorate = quorate;
+	log_notice("cluster: partition is %s", quorate ? "quorate" : "NOT quorate");
+	if (quorate)
+		check_lost_primaries(cd);
+	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
+		repl_volume_set_quorate(v, quorate);
+	if (quorate && cd->ready)
+		send_state(cd);
+}
+
+static int learn_identity(struct clusterd *cd)
+{
+	char name[CLMSG_NAME_MAX];
+	int r;
+
+	cd->nodeid = cluster_local_nodeid(cd->cl);
+	r = cluster_node_name(cd->cl, cd->nodeid, name, sizeof(name));
+	if (r < 0)
+		return r;
+	if (cfg_set_node(cd->cfg, name) < 0)
+		return -EINVAL;
+	if (cd->cfg->repl_address)
+		snprintf(cd->addr, sizeof(cd->addr), "%s", cd->cfg->repl_address);
+	else if ((r = cluster_local_address(cd->cl, cd->addr, sizeof(cd->addr))) < 0)
+		return r;
+	log_notice("cluster: this is node %s (%" PRIu32 "), replicating at %s", name,
+		   cd->nodeid, cd->addr);
+	return 0;
+}
+
+static void attach_known(struct clusterd *cd)
+{
+	for (size_t i = 0; i < voldb_count(cd->db); i++)
+		apply_def(cd, voldb_at(cd->db, i));
+}
+
+static void connection(void *arg, bool up)
+{
+	struct clusterd *cd = arg;
+
+	if (!up) {
+		log_warn("cluster: lost corosync; volumes freeze until it is back");
+		quorum(cd, false);
+		return;
+	}
+	if (!cd->ready) {
+		if (learn_identity(cd) < 0) {
+			log_err("cluster: cannot learn this node's name and address from corosync");
+			return;
+		}
+		cd->ready = true;
+		attach_known(cd);
+	}
+	quorum(cd, cluster_quorate(cd->cl));
+	send_state(cd);
+}
+
+/* ---- engine hooks -------------------------------------------------------------------- */
+
+static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, uint64_t token)
+{
+	struct clusterd *cd = arg;
+	struct pending_outdate *po = calloc(1, sizeof(*po));
+
+	if (!po)
+		return -ENOMEM;
+	snprintf(po->volume, sizeof(po->volume), "%s", repl_volume_name(vol));
+	snprintf(po->node, sizeof(po->node), "%s", node);
+	po->token = token;
+	po->next = cd->pending;
+	cd->pending = po;
+	if (cd->ready && cd->quorate)
+		send_outdate(cd, po);
+	return 0;
+}
+
+static void hook_changed(void *arg, struct repl_volume *vol)
+{
+	struct clusterd *cd = arg;
+
+	if (cd->ready)
+		send_role(cd, vol);
+}
+
+/* ---- control: the quorum rule and volume commands ------------------------------------- */
+
+static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *why,
+			 size_t len)
+{
+	struct clusterd *cd = arg;
+	struct primary_rec *pr = primary_of(cd, repl_volume_name(vol));
+
+	if (!cd->quorate) {
+		snprintf(why, len, "this node's partition has no quorum");
+		return -EPERM;
+	}
+	if (pr && pr->nodeid != cd->nodeid && is_member(cd, pr->nodeid)) {
+		snprintf(why, len, "%s is Primary: demote it first", pr->node);
+		return -EBUSY;
+	}
+	return 0;
+}
+
+static void answer_ok(struct json_writer *w)
+{
+	json_obj_begin(w);
+	json_kv_bool(w, "ok", true);
+	json_obj_end(w);
+}
+
+static void answer_err(struct json_writer *w, const char *msg)
+{
+	json_obj_begin(w);
+	json_kv_bool(w, "ok", false);
+	json_kv_str(w, "error", msg);
+	json_obj_end(w);
+}
+
+static int split_nodes(char *list, const char **nodes, size_t max)
+{
+	size_t n = 0;
+
+	for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
+		if (n == max)
+			return -E2BIG;
+		nodes[n++] = t;
+	}
+	return (int)n;
+}
+
+static void cmd_create(struct clusterd *cd, char **w, unsigned n, struct json_writer *jw)
+{
+	const char *nodes[CLMSG_NODES_MAX + 1], *why = NULL;
+	struct clmsg m = { .type = CLMSG_VOLDEF };
+	uint64_t size;
+	int nn, r;
+
+	if (n != 4) {
+		answer_err(jw, "usage: volume-create NAME SIZE NODE,NODE[,NODE]");
+		return;
+	}
+	if (parse_size(w[2], &size) < 0) {
+		answer_err(jw, "invalid size (expected e.g. 10G)");
+		return;
+	}
+	nn = split_nodes(w[3], nodes, CLMSG_NODES_MAX);
+	if (!cd->quorate) {
+		answer_err(jw, "this node's partition has no quorum");
+		return;
+	}
+	r = nn < 0 ? -EINVAL : voldb_create(cd->db, w[1], size, nodes, (size_t)nn,
+					    cd->nodeid, BASE_PORT, &m.u.voldef, &why);
+	if (r < 0) {
+		answer_err(jw, why ? why : "2 or 3 node names, separated by commas");
+		return;
+	}
+	send_msg(cd, &m);
+	log_notice("control: volume-create %s: sent to the group", w[1]);
+	answer_ok(jw);
+}
+
+static void cmd_delete(struct clusterd *cd, char **w, unsigned n, struct json_writer *jw)
+{
+	struct clmsg m = { .type = CLMSG_VOLDEF };
+	struct repl_volume *vol;
+	struct primary_rec *pr;
+
+	if (n != 2) {
+		answer_err(jw, "usage: volume-delete NAME");
+		return;
+	}
+	vol = repl_volume_find(cd->eng, w[1]);
+	pr = primary_of(cd, w[1]);
+	if ((vol && (repl_volume_role(vol) == REPL_PRIMARY || repl_volume_clients(vol))) ||
+	    (pr && is_member(cd, pr->nodeid))) {
+		answer_err(jw, "the volume is Primary or in use: demote it first");
+		return;
+	}
+	if (voldb_delete(cd->db, w[1], cd->nodeid, &m.u.voldef) < 0) {
+		answer_err(jw, "no such volume");
+		return;
+	}
+	send_msg(cd, &m);
+	answer_ok(jw);
+}
+
+static void cmd_list(struct clusterd *cd, struct json_writer *jw)
+{
+	json_obj_begin(jw);
+	json_kv_bool(jw, "ok", true);
+	json_key(jw, "volumes");
+	json_arr_begin(jw);
+	for (size_t i = 0; i < voldb_count(cd->db); i++) {
+		const struct voldef *d = voldb_at(cd->db, i);
+		struct primary_rec *pr = primary_of(cd, d->name);
+		if (d->deleted)
+			continue;
+		json_obj_begin(jw);
+		json_kv_str(jw, "name", d->name);
+		json_kv_u64(jw, "size", d->size);
+		json_kv_u64(jw, "port", d->port);
+		json_key(jw, "nodes");
+		json_arr_begin(jw);
+		for (unsigned k = 0; k < d->n_nodes; k++)
+			json_str(jw, d->nodes[k]);
+		json_arr_end(jw);
+		json_kv_str(jw, "primary", pr ? pr->node : "");
+		json_obj_end(jw);
+	}
+	json_arr_end(jw);
+	json_obj_end(jw);
+}
+
+static bool command(void *arg, char **w, unsigned n, struct json_writer *jw)
+{
+	struct clusterd *cd = arg;
+
+	if (strcmp(w[0], "volume-create") == 0)
+		cmd_create(cd, w, n, jw);
+	else if (strcmp(w[0], "volume-delete") == 0)
+		cmd_delete(cd, w, n, jw);
+	else if (strcmp(w[0], "volume-list") == 0)
+		cmd_list(cd, jw);
+	else
+		return false;
+	return true;
+}
+
+/* ---- setup ------------------------------------------------------------------------------ */
+
+void clusterd_attach_control(struct clusterd *cd, struct control *ctl)
+{
+	struct control_ext ext = { cd, promote_guard, command };
+
+	control_set_ext(ctl, &ext);
+}
+
+int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
+		  const uint8_t *key, size_t key_len, struct clusterd **out)
+{
+	static const struct cluster_ops ops = { deliver, membership, quorum, connection };
+	struct clusterd *cd = calloc(1, sizeof(*cd));
+	struct repl_hooks hooks;
+	char dir[4096];
+	int r;
+
+	if (!cd)
+		return -ENOMEM;
+	cd->loop = loop;
+	cd->eng = eng;
+	cd->cfg = cfg;
+	cd->key = key;
+	cd->key_len = key_len;
+	snprintf(dir, sizeof(dir), "%s/volumes", cfg->state_dir);
+	r = voldb_new(dir, &cd->db);
+	if (r == 0 && (r = voldb_load(cd->db)) > 0)
+		log_warn("cluster: %d volume definition file(s) skipped", r);
+	if (r < 0)
+		goto fail;
+	hooks = (struct repl_hooks){ cd, hook_outdate, hook_changed };
+	repl_engine_set_hooks(eng, &hooks);
+	r = cluster_open(loop, &ops, cd, &cd->cl);
+	if (r < 0)
+		goto fail;
+	*out = cd;
+	return 0;
+fail:
+	clusterd_close(cd);
+	return r;
+}
+
+void clusterd_close(struct clusterd *cd)
+{
+	if (!cd)
+		return;
+	cluster_close(cd->cl);
+	voldb_free(cd->db);
+	while (cd->pending) {
+		struct pending_outdate *po = cd->pending;
+		cd->pending = po->next;
+		free(po);
+	}
+	free(cd);
+}

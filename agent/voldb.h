@@ -1,0 +1,95 @@
+/* voldb.h: the volume definitions one node knows, in memory and on disk.
+ *
+ * A definition (struct voldef, clmsg.h) is made once on some node, spread
+ * through the CPG group, and merged by every node with one deterministic
+ * rule (voldb_merge), so that all nodes end up with the same set whatever
+ * order the versions arrive in.  Deleting a volume makes a tombstone: a
+ * definition with `deleted` set and a higher version, kept and persisted
+ * like any other, so that a node that was down while the volume was deleted
+ * cannot bring it back.
+ *
+ * On disk: one file per volume, DIR/NAME.vol, "key = value" lines (see
+ * voldef_format), replaced atomically (write .NAME.vol.tmp, fsync, rename,
+ * fsync the directory).  Loading reports and skips files it cannot use.
+ *
+ * Not here: the network (the caller sends and receives definitions), and
+ * what a definition means for the engine (the daemon opens the volumes). */
+#ifndef REPL_AGENT_VOLDB_H
+#define REPL_AGENT_VOLDB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clmsg.h"
+
+#define VOLDB_FILE_MAX 4096	/* a .vol file longer than this is garbage */
+
+struct voldb;
+
+enum voldb_merge {
+	VOLDB_NEW = 0,		/* no definition of that name before: stored */
+	VOLDB_UPDATED,		/* it beat the stored one: replaced it */
+	VOLDB_SAME,		/* identical to the stored one */
+	VOLDB_OLDER,		/* the stored one wins: ignored */
+};
+
+/* dir NULL: memory only (tests).  Otherwise dir is created (mode 0700) if
+ * it does not exist; its parent must.  0 or -errno. */
+int voldb_new(const char *dir, struct voldb **out);
+void voldb_free(struct voldb *db);	/* NULL ok */
+/* Reads every DIR/NAME.vol.  Files that are not definitions (bad syntax,
+ * invalid fields, a name that is not the file's) are logged with their path
+ * and skipped; stale temporary files are removed.  Returns the number of
+ * files skipped, or -errno if the directory cannot be read. */
+int voldb_load(struct voldb *db);
+
+/* The merge rule, pure: > 0 if a beats b, 0 if they are identical, < 0 if
+ * b beats a.  The higher version wins; at equal versions the higher origin
+ * nodeid; at equal (version, origin) - two nodes should never make that,
+ * but a node that lost its state might - a tombstone, then the larger
+ * encoding in byte order.  Every node picks the same winner. */
+int voldef_cmp(const struct voldef *a, const struct voldef *b);
+
+/* Applies the rule to the in-memory set only (no I/O): enum voldb_merge,
+ * or -EINVAL (voldef_check fails), -ENOMEM. */
+int voldb_merge(struct voldb *db, const struct voldef *in);
+/* What the daemon calls on a received definition: the rule, and if it wins,
+ * the file is written (durable) before the memory is changed.  enum
+ * voldb_merge, or -EINVAL, -ENOMEM, or the write's -errno (nothing
+ * changed). */
+int voldb_accept(struct voldb *db, const struct voldef *in);
+
+/* The definition of that name, tombstones included (check ->deleted), or
+ * NULL.  Pointers are valid until the next merge or accept. */
+const struct voldef *voldb_find(const struct voldb *db, const char *name);
+/* Iteration in name order, tombstones included: for (i < voldb_count) ... */
+size_t voldb_count(const struct voldb *db);
+const struct voldef *voldb_at(const struct voldb *db, size_t i);
+
+/* Builds (does not store) version 1 of a new volume, or the version after
+ * its tombstone: this node as origin, a fresh random UUID, and the lowest
+ * port >= base_port that no live definition uses.  It takes effect when
+ * merged, normally as it comes back through the group; a node should not
+ * create a second volume before its first one came back, or both get the
+ * same port.  0, or -EINVAL (bad name, size or nodes), -EEXIST (a live
+ * volume of that name), -ENOSPC (no free port), or random_bytes' -errno;
+ * on -EINVAL/-EEXIST/-ENOSPC *why says why, for people. */
+int voldb_create(const struct voldb *db, const char *name, uint64_t size,
+		 const char *const *nodes, size_t n_nodes, uint32_t local_nodeid,
+		 uint16_t base_port, struct voldef *out, const char **why);
+/* Builds (does not store) the tombstone of a live volume: the next version,
+ * this node as origin.  0 or -ENOENT (no live volume of that name). */
+int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid,
+		 struct voldef *out);
+
+/* Another live definition uses v's port and sorts before v by name: v must
+ * not use it (the same answer on every node, in any arrival order). */
+bool voldb_port_conflict(const struct voldb *db, const struct voldef *v);
+
+/* The file format, pure.  voldef_format: length written (NUL excluded), or
+ * -ENOBUFS.  voldef_parse: 0, or -EINVAL with "line N: ..." in err. */
+int voldef_format(const struct voldef *v, char *buf, size_t cap);
+int voldef_parse(const char *text, struct voldef *out, char *err, size_t errlen);
+
+#endif
