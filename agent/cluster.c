@@ -33,7 +33,7 @@
 #include "log.h"
 #include "util.h"
 
-#define REPEAT_MAX 8			/* 10+20+40+80+160+200+200+200 ms at most */
+#define REPEAT_MAX 8			/* calls; sleeps 10+20+40+80+160+200+200 ms */
 #define REPEAT_FIRST_MS 10
 #define REPEAT_CAP_MS 200
 #define SENDQ_MAX 4096			/* queued multicasts */

@@ -277,6 +277,36 @@ static void cmd_version(struct control *c, char **args, unsigned n, struct json_
 	json_obj_end(w);
 }
 
+/* The libvirt <disk> element for a volume served here, so that nobody
+ * writes the NBD source by hand. */
+static void cmd_disk_xml(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	char xml[1024], target[16] = "vda";
+	struct repl_volume *vol = find_volume(c, args[0], w);
+
+	if (!vol)
+		return;
+	if (!c->cfg->nbd_socket) {
+		answer_error(w, "this daemon has no NBD Unix socket (nbd-socket = none)");
+		return;
+	}
+	if (n == 2 && strlen(args[1]) < sizeof(target))
+		snprintf(target, sizeof(target), "%s", args[1]);
+	snprintf(xml, sizeof(xml),
+		 "<disk type='network' device='disk'>\n"
+		 "  <driver name='qemu' type='raw' cache='none' io='native' discard='unmap'/>\n"
+		 "  <source protocol='nbd' name='%s'>\n"
+		 "    <host transport='unix' socket='%s'/>\n"
+		 "    <reconnect delay='10'/>\n"
+		 "  </source>\n"
+		 "  <target dev='%s' bus='virtio'/>\n"
+		 "</disk>\n", repl_volume_name(vol), c->cfg->nbd_socket, target);
+	json_obj_begin(w);
+	json_kv_bool(w, "ok", true);
+	json_kv_str(w, "xml", xml);
+	json_obj_end(w);
+}
+
 static const struct command {
 	const char *name;
 	unsigned min_args, max_args;
@@ -287,6 +317,7 @@ static const struct command {
 	{ "promote", 1, 2, cmd_promote, "promote VOLUME [--force]" },
 	{ "demote", 1, 1, cmd_demote, "demote VOLUME" },
 	{ "version", 0, 0, cmd_version, "version" },
+	{ "disk-xml", 1, 2, cmd_disk_xml, "disk-xml VOLUME [TARGET-DEV]" },
 };
 
 /* Splits line in place into words separated by spaces or tabs; -EINVAL

@@ -54,6 +54,11 @@ static void usage(FILE *f)
 		"  promote VOLUME [--force]  make this node Primary (--force: even if its\n"
 		"                            disk is not UpToDate)\n"
 		"  demote VOLUME             make this node Secondary\n"
+		"  disk-xml VOLUME [DEV]     the libvirt <disk> element for VOLUME\n"
+		"  volume create NAME --size SIZE --nodes N1,N2[,N3]\n"
+		"                            define a replicated volume (cluster mode)\n"
+		"  volume list [--json]      the cluster's volumes\n"
+		"  volume delete NAME        remove a volume that is not Primary\n"
 		"  version                   versions of this program and of the daemon\n"
 		"  help                      this text\n\n"
 		"Options:\n"
@@ -507,6 +512,39 @@ static int cmd_version(struct cli *cli)
 	return ex;
 }
 
+/* Sends req; prints the refusal or runs ok(ans).  0 or EXIT_FAILED. */
+static int simple_request(struct cli *cli, const char *req, const char *what,
+			  void (*ok)(const struct json_value *ans))
+{
+	struct json_value *ans;
+	int ex = EX_OK;
+
+	if (ask(cli, req, &ans, NULL) < 0)
+		return EXIT_FAILED;
+	if (!json_get_bool(ans, "ok")) {
+		print_refusal(what, ans);
+		ex = EXIT_FAILED;
+	} else if (ok) {
+		ok(ans);
+	}
+	json_value_free(ans);
+	return ex;
+}
+
+static void print_xml(const struct json_value *ans)
+{
+	fputs(or_unknown(json_get_str(ans, "xml")), stdout);
+}
+
+static int cmd_disk_xml(struct cli *cli)
+{
+	char req[256];
+
+	snprintf(req, sizeof(req), "disk-xml %s%s%s\n", cli->args[0],
+		 cli->n_args > 1 ? " " : "", cli->n_args > 1 ? cli->args[1] : "");
+	return simple_request(cli, req, "disk-xml", print_xml);
+}
+
 static int cmd_help(struct cli *cli)
 {
 	usage(stdout);
@@ -518,6 +556,7 @@ static const struct command commands[] = {
 	{ "promote", 1, 1, "--force", cmd_promote },
 	{ "demote", 1, 1, NULL, cmd_demote },
 	{ "version", 0, 0, NULL, cmd_version },
+	{ "disk-xml", 1, 2, NULL, cmd_disk_xml },
 	{ "help", 0, 0, NULL, cmd_help },
 };
 
@@ -586,6 +625,80 @@ static int parse_global(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
+/* ---- volume create | list | delete ------------------------------------------- */
+
+static void print_volume_list(const struct json_value *ans)
+{
+	const struct json_value *vols = json_get(ans, "volumes");
+
+	printf("%-20s %10s  %-6s %-24s %s\n", "NAME", "SIZE", "PORT", "NODES", "PRIMARY");
+	for (const struct json_value *v = vols ? vols->child : NULL; v; v = v->next) {
+		const struct json_value *nodes = json_get(v, "nodes");
+		char size[32], list[128] = "";
+		int64_t bytes = 0, port = 0;
+		json_get_i64(v, "size", &bytes);
+		json_get_i64(v, "port", &port);
+		for (const struct json_value *n = nodes ? nodes->child : NULL; n; n = n->next) {
+			append(list, sizeof(list), n == nodes->child ? "" : ",");
+			append(list, sizeof(list), n->type == JSON_STRING ? n->str : "?");
+		}
+		printf("%-20s %10s  %-6lld %-24s %s\n", or_unknown(json_get_str(v, "name")),
+		       format_size((uint64_t)bytes, size, sizeof(size)), (long long)port, list,
+		       or_unknown(json_get_str(v, "primary")));
+	}
+}
+
+static int volume_create(struct cli *cli, int argc, char **argv)
+{
+	const char *name = NULL, *size = NULL, *nodes = NULL;
+	char req[512];
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--size") && i + 1 < argc)
+			size = argv[++i];
+		else if (!strcmp(argv[i], "--nodes") && i + 1 < argc)
+			nodes = argv[++i];
+		else if (argv[i][0] == '-')
+			return usage_error("unknown option", argv[i]);
+		else if (!name && word_ok(argv[i]))
+			name = argv[i];
+		else
+			return usage_error("unexpected argument", argv[i]);
+	}
+	if (!name || !size || !nodes || !word_ok(size) || !word_ok(nodes))
+		return usage_error("usage: volume create NAME --size SIZE --nodes",
+				   "N1,N2[,N3]");
+	snprintf(req, sizeof(req), "volume-create %s %s %s\n", name, size, nodes);
+	return simple_request(cli, req, "volume create", NULL);
+}
+
+static int cmd_volume(struct cli *cli, int argc, char **argv)
+{
+	char req[256];
+	bool json = argc == 2 && !strcmp(argv[1], "--json");
+
+	if (argc >= 1 && !strcmp(argv[0], "create"))
+		return volume_create(cli, argc - 1, argv + 1);
+	if (argc >= 1 && !strcmp(argv[0], "list") && (argc == 1 || json)) {
+		if (json) {
+			char *raw = NULL;
+			struct json_value *ans = NULL;
+			int r = ask(cli, "volume-list\n", &ans, &raw);
+			if (r == 0)
+				fputs(raw, stdout);
+			free(raw);
+			json_value_free(ans);
+			return r < 0 ? EXIT_FAILED : EX_OK;
+		}
+		return simple_request(cli, "volume-list\n", "volume list", print_volume_list);
+	}
+	if (argc == 2 && !strcmp(argv[0], "delete") && word_ok(argv[1])) {
+		snprintf(req, sizeof(req), "volume-delete %s\n", argv[1]);
+		return simple_request(cli, req, "volume delete", NULL);
+	}
+	return usage_error("usage: volume create|list|delete, got", argc ? argv[0] : "");
+}
+
 int main(int argc, char **argv)
 {
 	struct cli cli = { 0 };
@@ -594,6 +707,8 @@ int main(int argc, char **argv)
 	ex = parse_global(&cli, argc, argv);
 	if (ex)
 		return ex;
+	if (!strcmp(argv[optind], "volume"))
+		return cmd_volume(&cli, argc - optind - 1, argv + optind + 1);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(argv[optind], commands[i].name))
 			continue;

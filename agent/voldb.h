@@ -79,7 +79,8 @@ int voldb_create(const struct voldb *db, const char *name, uint64_t size,
 		 const char *const *nodes, size_t n_nodes, uint32_t local_nodeid,
 		 uint16_t base_port, struct voldef *out, const char **why);
 /* Builds (does not store) the tombstone of a live volume: the next version,
- * this node as origin.  0 or -ENOENT (no live volume of that name). */
+ * this node as origin.  0, -ENOENT (no live volume of that name) or
+ * -EOVERFLOW (version exhausted). */
 int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid,
 		 struct voldef *out);
 
