@@ -247,8 +247,14 @@ static void apply_def(struct clusterd *cd, const struct voldef *d)
 				 "it goes when demoted and unused", d->name);
 		return;
 	}
-	if (!vol)
-		attach(cd, d);
+	if (vol)
+		return;
+	if (voldb_port_conflict(cd->db, d)) {
+		log_err("cluster: volume %s wants port %u, which an earlier volume uses: "
+			"delete and create it again", d->name, d->port);
+		return;
+	}
+	attach(cd, d);
 }
 
 static void apply_addresses(struct clusterd *cd, const struct known_node *kn)
