@@ -54,6 +54,9 @@ struct peer_link {
 	bool registered;
 	unsigned events;
 	struct wire_auth auth;
+	char why[256];			/* a refusal more precise than the errno */
+	struct wire_hello hello;	/* the peer's, as it said it */
+	bool hello_seen;
 	bool authed;
 	unsigned busy;			/* inside link_event: free later */
 	bool dead;
@@ -73,6 +76,8 @@ struct vol_listener {
 	int fd;
 	struct peer_link *pending;	/* accepted, not yet identified */
 };
+
+static struct peer *peer_by_name(struct repl_volume *vol, const char *node);
 
 static struct vol_listener *listeners_of(struct repl_volume *vol)
 {
@@ -102,13 +107,16 @@ bool repl__peer_up(const struct peer *p)
 	return p->conn == PC_UP;
 }
 
-void repl__peer_gen_side(const struct repl_volume *vol, struct gen_side *g)
+/* Our generations as seen by peer idx: the bitmap generation is the one
+ * of that peer's bitmap (each peer has its own, so replicas away at
+ * different times each resync only what they missed).  idx < 0: none. */
+void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side *g)
 {
 	const struct meta_super *sb = meta_get(vol->meta);
 
 	memset(g, 0, sizeof(*g));
 	g->current = sb->gen_current;
-	g->bitmap = sb->gen_bitmap;
+	g->bitmap = idx >= 0 ? sb->peers[idx].bitmap_gen : 0;
 	g->history[0] = sb->gen_history[0];
 	g->history[1] = sb->gen_history[1];
 	g->disk_state = vol->disk_state;
@@ -319,7 +327,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	snprintf(v->name, sizeof(v->name), "%s", vol->name);
 	v->size = vol->size;
 	v->current = sb->gen_current;
-	v->bitmap = sb->gen_bitmap;
+	v->bitmap = sb->peers[p->idx].bitmap_gen;
 	v->history[0] = sb->gen_history[0];
 	v->history[1] = sb->gen_history[1];
 	v->dirty = meta_bits_count(vol->meta, p->idx);
@@ -457,7 +465,7 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		standalone(p, WIRE_BYE_UNRELATED, "peer holds a different volume (UUID differs)");
 		return;
 	}
-	repl__peer_gen_side(vol, &local);
+	repl__peer_gen_side(vol, (int)p->idx, &local);
 	peer = (struct gen_side){ v->current, v->bitmap, { v->history[0], v->history[1] },
 				  v->disk, v->role == REPL_PRIMARY, v->crashed_primary,
 				  v->node_id };
@@ -737,6 +745,25 @@ static int auth_step(struct peer_link *l)
 	return 0;
 }
 
+/* Which check the handshake failed, for the log: the volume, the node or
+ * (what is left) the key. */
+static void explain_refusal(struct peer_link *l)
+{
+	const struct wire_hello *h = l->hello_seen ? &l->hello : NULL;
+
+	if (!h)
+		return;
+	if (strcmp(h->resource, l->vol->name) != 0)
+		snprintf(l->why, sizeof(l->why), "peer %.64s offers volume \"%.64s\", "
+			 "not this one", h->node, h->resource);
+	else if (!peer_by_name(l->vol, h->node))
+		snprintf(l->why, sizeof(l->why), "node %.64s is not a replica of this volume",
+			 h->node);
+	else
+		snprintf(l->why, sizeof(l->why), "authentication failed for peer %.64s: "
+			 "the key files differ", h->node);
+}
+
 static int on_frame(struct peer_link *l)
 {
 	struct wire_msg m;
@@ -753,9 +780,16 @@ static int on_frame(struct peer_link *l)
 		memcpy(frame, l->hdr, WIRE_HDR_LEN);
 		if (l->h.length)
 			memcpy(frame + WIRE_HDR_LEN, payload, l->h.length);
+		if (l->h.type == WIRE_HELLO && wire_decode_payload(&l->h, payload, l->h.length,
+								  &m) == 0) {
+			l->hello = m.u.hello;
+			l->hello_seen = true;
+		}
 		r = wire_auth_receive(&l->auth, frame, WIRE_HDR_LEN + l->h.length);
 		free(frame);
 		free(payload);
+		if (r == -EACCES)
+			explain_refusal(l);
 		return r < 0 ? r : auth_step(l);
 	}
 	r = wire_decode_payload(&l->h, payload, l->h.length, &m);
@@ -830,12 +864,14 @@ static const char *link_error(int r)
 
 static void link_fail(struct peer_link *l, int r)
 {
+	const char *why = l->why[0] ? l->why : link_error(r);
+
 	if (l->p) {
-		peer_down(l->p, link_error(r), false);
+		peer_down(l->p, why, false);
 		return;
 	}
 	plog(LOG_WARNING, l->vol->name, "dropping an incoming replication connection: %s",
-	     link_error(r));
+	     why);
 	pending_unlink(l);
 	link_close(l);
 }
@@ -1209,4 +1245,12 @@ int repl__peer_set_address(struct peer *p, const char *host, const char *port)
 		schedule_reconnect(p);
 	}
 	return 0;
+}
+
+void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g)
+{
+	sb->gen_current = g->current;
+	memcpy(sb->gen_history, g->history, sizeof(sb->gen_history));
+	if (idx >= 0)
+		sb->peers[idx].bitmap_gen = g->bitmap;
 }

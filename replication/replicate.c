@@ -300,12 +300,10 @@ static void outdate_peer(struct peer *p)
 	struct gen_side g;
 	int r;
 
-	repl__peer_gen_side(vol, &g);
-	if (gen_on_disconnect_primary(&g, meta_new_gen()) == 0) {
-		sb.gen_current = g.current;
-		sb.gen_bitmap = g.bitmap;
-		memcpy(sb.gen_history, g.history, sizeof(sb.gen_history));
-	}
+	repl__peer_gen_side(vol, (int)p->idx, &g);
+	g.primary = true;
+	if (gen_on_disconnect_primary(&g, meta_new_gen()) == 0)
+		repl__gen_store(&sb, (int)p->idx, &g);
 	sb.peers[p->idx].disk_state = META_OUTDATED;
 	r = meta_update(vol->meta, &sb);
 	if (r < 0)

@@ -166,11 +166,9 @@ static void rs_finish(struct peer *p)
 	struct gen_side g;
 
 	rs->finished = true;
-	repl__peer_gen_side(vol, &g);
-	if (g.bitmap && gen_on_resync_done(&g) == 0) {
-		sb.gen_bitmap = g.bitmap;
-		memcpy(sb.gen_history, g.history, sizeof(sb.gen_history));
-	}
+	repl__peer_gen_side(vol, (int)p->idx, &g);
+	if (g.bitmap && gen_on_resync_done(&g) == 0)
+		repl__gen_store(&sb, (int)p->idx, &g);
 	sb.flags &= ~META_F_PRIMARY_CRASHED;
 	sb.peers[p->idx].disk_state = META_UPTODATE;
 	if (meta_update(vol->meta, &sb) < 0)
@@ -288,10 +286,10 @@ void repl__rs_start_source(struct peer *p, bool full)
 		repl__peer_drop(p, "out of memory");
 		return;
 	}
-	repl__peer_gen_side(vol, &g);
+	repl__peer_gen_side(vol, (int)p->idx, &g);
 	if (gen_on_sync_source_start(&g, meta_new_gen(), &sync_id) == 0 &&
-	    g.bitmap != sb.gen_bitmap) {
-		sb.gen_bitmap = g.bitmap;
+	    g.bitmap != sb.peers[p->idx].bitmap_gen) {
+		repl__gen_store(&sb, (int)p->idx, &g);
 		meta_update(vol->meta, &sb);
 	}
 	if (full)

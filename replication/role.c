@@ -93,16 +93,25 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 {
 	struct gen_side g;
 
-	repl__peer_gen_side(vol, &g);
-	if (force)
+	/* Peers away from now on miss what this Primary writes: their
+	 * bitmaps start at the present generation. */
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (!repl__peer_up(vol->peers[i]) && !sb->peers[i].bitmap_gen)
+			sb->peers[i].bitmap_gen = sb->gen_current;
+	repl__peer_gen_side(vol, -1, &g);
+	if (force) {
 		gen_on_force_uptodate(&g, meta_new_gen());
-	else if (!any_peer_up(vol) && vol->n_peers)
-		gen_on_promote_disconnected(&g, meta_new_gen());
-	else if (!g.current)
+	} else if (!any_peer_up(vol) && vol->n_peers) {
+		/* A new era: the old current stays in the history. */
+		if (g.current) {
+			g.history[1] = g.history[0];
+			g.history[0] = g.current;
+		}
 		g.current = meta_new_gen();
-	sb->gen_current = g.current;
-	sb->gen_bitmap = g.bitmap;
-	memcpy(sb->gen_history, g.history, sizeof(sb->gen_history));
+	} else if (!g.current) {
+		g.current = meta_new_gen();
+	}
+	repl__gen_store(sb, -1, &g);
 }
 
 int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t len)

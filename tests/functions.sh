@@ -934,8 +934,7 @@ start_node() {
 	start_replagentd_as "$n" "${NODE_CONF[$n]}" -n "$n" "$@"
 	RA_EXEC_PREFIX=()
 	for ((i = 0; i < RA_START_TIMEOUT * 10; i++)); do
-		node_status "$n" >/dev/null 2>&1
-		[ $? != 3 ] && return 0
+		ra_cli "$n" version >/dev/null 2>&1 && return 0
 		replagentd_alive "$n" || fail "node $n died during startup"
 		sleep 0.1
 	done
@@ -1069,3 +1068,25 @@ now_s() { date +%s.%N; }
 
 # time_add T DELTA: T + DELTA (seconds with fractions; DELTA may be < 0).
 time_add() { awk -v t="$1" -v d="$2" 'BEGIN { printf "%.6f\n", t + d }'; }
+
+# start_writer LOG ARGS...: ackcheck.py write --log LOG ARGS in the
+# background (its output in LOG.out); WRITER_PID is ackcheck.py itself, so
+# SIGTERM reaches it (it then drains and ends cleanly).  wait_writer waits
+# for it, shows its summary and returns its status.
+WRITER_PID=
+start_writer() {
+	local logf=$1
+	shift
+	"$PYTHON" "$TESTS_SRCDIR/ackcheck.py" write --log "$logf" "$@" >"$logf.out" 2>&1 &
+	WRITER_PID=$!
+	WRITER_LOG=$logf
+	track_pid "$WRITER_PID"
+}
+wait_writer() {
+	local st
+	wait "$WRITER_PID"
+	st=$?
+	untrack_pid "$WRITER_PID"
+	cat "$WRITER_LOG.out"
+	return "$st"
+}
