@@ -175,6 +175,7 @@ static void put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_str(w, "disk", st.disk);
 	json_kv_u64(w, "clients", st.clients);
 	json_kv_bool(w, "io_frozen", st.io_frozen);
+	json_kv_bool(w, "up", st.up);
 	json_key(w, "peers");
 	json_arr_begin(w);
 	for (unsigned i = 0; i < MIN(st.n_peers, (unsigned)REPL_MAX_PEERS); i++) {
@@ -268,6 +269,28 @@ static void cmd_demote(struct control *c, char **args, unsigned n, struct json_w
 	role_answer(w, "demote", args[0], r, why);
 }
 
+static void cmd_up_down(struct control *c, char **args, bool up, struct json_writer *w)
+{
+	struct repl_volume *vol = find_volume(c, args[0], w);
+	int r;
+
+	if (!vol)
+		return;
+	r = repl_volume_set_up(vol, up);
+	role_answer(w, up ? "up" : "down", args[0], r,
+		    r == -EBUSY ? "the volume is Primary or has NBD clients: demote it first" : "");
+}
+
+static void cmd_up(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	cmd_up_down(c, args, true, w);
+}
+
+static void cmd_down(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	cmd_up_down(c, args, false, w);
+}
+
 static void cmd_version(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	json_obj_begin(w);
@@ -318,6 +341,8 @@ static const struct command {
 	{ "demote", 1, 1, cmd_demote, "demote VOLUME" },
 	{ "version", 0, 0, cmd_version, "version" },
 	{ "disk-xml", 1, 2, cmd_disk_xml, "disk-xml VOLUME [TARGET-DEV]" },
+	{ "up", 1, 1, cmd_up, "up VOLUME" },
+	{ "down", 1, 1, cmd_down, "down VOLUME" },
 };
 
 /* Splits line in place into words separated by spaces or tabs; -EINVAL

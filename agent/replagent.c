@@ -55,6 +55,10 @@ static void usage(FILE *f)
 		"                            disk is not UpToDate)\n"
 		"  demote VOLUME             make this node Secondary\n"
 		"  disk-xml VOLUME [DEV]     the libvirt <disk> element for VOLUME\n"
+		"  up VOLUME                 take part in replication (a started resource)\n"
+		"  down VOLUME               stop taking part (refused while Primary)\n"
+		"  show VOLUME               one line of key=value for scripts: role, disk,\n"
+		"                            up, frozen, peers, connected, uptodate_peers\n"
 		"  volume create NAME --size SIZE --nodes N1,N2[,N3]\n"
 		"                            define a replicated volume (cluster mode)\n"
 		"  volume list [--json]      the cluster's volumes\n"
@@ -545,6 +549,45 @@ static int cmd_disk_xml(struct cli *cli)
 	return simple_request(cli, req, "disk-xml", print_xml);
 }
 
+static int cmd_up(struct cli *cli) { return role_change(cli, "up", false); }
+static int cmd_down(struct cli *cli) { return role_change(cli, "down", false); }
+
+/* For shell scripts (the OCF agent, the libvirt hook): no JSON parsing. */
+static void print_show(const struct json_value *ans)
+{
+	const struct json_value *vols = json_get(ans, "volumes");
+	const struct json_value *v = vols ? vols->child : NULL;
+	const struct json_value *peers = v ? json_get(v, "peers") : NULL;
+	unsigned n = 0, connected = 0, uptodate = 0;
+	int64_t clients = 0;
+
+	if (!v)
+		return;
+	json_get_i64(v, "clients", &clients);
+	for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next) {
+		const char *link = json_get_str(p, "link"), *disk = json_get_str(p, "peer_disk");
+		n++;
+		if (link && (!strcmp(link, "Connected") || !strncmp(link, "Sync", 4)))
+			connected++;
+		if (disk && !strcmp(disk, "UpToDate") && link && !strcmp(link, "Connected"))
+			uptodate++;
+	}
+	printf("role=%s disk=%s up=%s frozen=%s clients=%lld peers=%u connected=%u "
+	       "uptodate_peers=%u\n", or_unknown(json_get_str(v, "role")),
+	       or_unknown(json_get_str(v, "disk")), json_get_bool(v, "up") ? "yes" : "no",
+	       json_get_bool(v, "io_frozen") ? "yes" : "no",
+	       (long long)clients,
+	       n, connected, uptodate);
+}
+
+static int cmd_show(struct cli *cli)
+{
+	char req[256];
+
+	snprintf(req, sizeof(req), "status %s\n", cli->args[0]);
+	return simple_request(cli, req, "show", print_show);
+}
+
 static int cmd_help(struct cli *cli)
 {
 	usage(stdout);
@@ -557,6 +600,9 @@ static const struct command commands[] = {
 	{ "demote", 1, 1, NULL, cmd_demote },
 	{ "version", 0, 0, NULL, cmd_version },
 	{ "disk-xml", 1, 2, NULL, cmd_disk_xml },
+	{ "up", 1, 1, NULL, cmd_up },
+	{ "down", 1, 1, NULL, cmd_down },
+	{ "show", 1, 1, NULL, cmd_show },
 	{ "help", 0, 0, NULL, cmd_help },
 };
 

@@ -445,6 +445,11 @@ static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name,
 		snprintf(msg, msglen, "no volume named \"%s\" on this node", name);
 		return NULL;
 	}
+	if (vol->down) {
+		*err = NBD_REP_ERR_POLICY;
+		snprintf(msg, msglen, "volume \"%s\" is down on this node", name);
+		return NULL;
+	}
 	if (vol->role != REPL_PRIMARY) {
 		*err = NBD_REP_ERR_POLICY;
 		snprintf(msg, msglen, "volume \"%s\" is Secondary on this node: "

@@ -371,7 +371,7 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 		     p->node, why, standalone ? " (StandAlone: not retrying)" : "");
 	}
 	p->link = standalone ? REPL_LINK_STANDALONE : REPL_LINK_DISCONNECTED;
-	if (!standalone && !p->vol->eng->stopping)
+	if (!standalone && !p->vol->eng->stopping && !p->vol->down)
 		schedule_reconnect(p);
 	if (was_up)
 		repl__changed(p->vol);
@@ -699,6 +699,10 @@ static int attach_accepted(struct peer_link *l)
 	struct peer *p = h ? peer_by_name(l->vol, h->node) : NULL;
 
 	pending_unlink(l);
+	if (l->vol->down) {
+		snprintf(l->why, sizeof(l->why), "volume is down on this node");
+		return -EACCES;
+	}
 	if (!p || p->initiator) {
 		plog(LOG_WARNING, l->vol->name, "refusing a connection from %s: not a peer "
 		     "that connects to this node", h ? h->node : "?");
@@ -1041,7 +1045,8 @@ static void reconnect_fire(void *arg)
 	int r;
 
 	p->reconnect_timer = NULL;
-	if (p->conn != PC_IDLE || p->link == REPL_LINK_STANDALONE || p->vol->eng->stopping)
+	if (p->conn != PC_IDLE || p->link == REPL_LINK_STANDALONE || p->vol->eng->stopping ||
+	    p->vol->down)
 		return;
 	if (!p->host || !p->port) {
 		set_reason(p, "address not known yet");
@@ -1253,4 +1258,25 @@ void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g)
 	memcpy(sb->gen_history, g->history, sizeof(sb->gen_history));
 	if (idx >= 0)
 		sb->peers[idx].bitmap_gen = g->bitmap;
+}
+
+/* Down: every link closes and none is made until up again. */
+void repl__peers_set_down(struct repl_volume *vol, bool down)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (down) {
+			repl__timer_del(vol->eng, &p->reconnect_timer);
+			if (p->conn != PC_IDLE || p->l)
+				peer_down(p, "volume is down on this node", false);
+			p->link = REPL_LINK_DISCONNECTED;
+			set_reason(p, "volume is down on this node");
+		} else {
+			p->link = p->initiator ? REPL_LINK_CONNECTING : REPL_LINK_DISCONNECTED;
+			p->reason[0] = '\0';
+			p->backoff_ms = 0;
+			if (p->initiator)
+				reconnect_fire(p);
+		}
+	}
 }

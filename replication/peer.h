@@ -74,6 +74,7 @@ int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *
  * until repl__peers_free(), since I/O still draining refers to them. */
 void repl__peers_stop(struct repl_volume *vol);
 void repl__peers_free(struct repl_volume *vol);
+void repl__peers_set_down(struct repl_volume *vol, bool down);
 bool repl__peer_up(const struct peer *p);
 /* Sends w's request; returns the number of frames (acknowledgements to
  * expect) or -errno. */

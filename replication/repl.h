@@ -130,6 +130,7 @@ struct repl_volume_status {
 	const char *disk;		/* "UpToDate", ... */
 	unsigned clients;
 	bool io_frozen;			/* writes wait for a lost peer's outdate */
+	bool up;			/* false: down (a stopped resource) */
 	unsigned n_peers;
 	struct repl_peer_status peers[REPL_MAX_PEERS];
 };
@@ -175,6 +176,11 @@ void repl_volume_set_quorate(struct repl_volume *vol, bool quorate);
  * holds (never acknowledged), drop its clients, become a Secondary that
  * will take a full resync. */
 void repl_volume_step_down(struct repl_volume *vol);
+/* Down: the replica takes no part (no replication links, no NBD clients),
+ * as a stopped cluster resource; up: it connects again.  Down is refused
+ * while Primary or in use (-EBUSY). */
+int repl_volume_set_up(struct repl_volume *vol, bool up);
+bool repl_volume_is_up(const struct repl_volume *vol);
 /* Removes a volume that is not Primary and has no clients: 0, -EBUSY. */
 int repl_volume_remove(struct repl_volume *vol);
 

@@ -78,6 +78,7 @@ struct repl_volume {
 	struct iopool *pool;
 	enum repl_role role;
 	bool opened;			/* fully opened: record a clean close */
+	bool down;			/* no replication, no NBD (a stopped resource) */
 	unsigned clients;
 	unsigned inflight;		/* local I/Os submitted, not yet done */
 

@@ -64,7 +64,8 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->role = role_name(vol->role);
 	st->disk = gen_disk_name(vol->disk_state);
 	st->clients = vol->clients;
-	st->io_frozen = vol->freeze > 0;
+	st->io_frozen = vol->freeze > 0 || (!vol->quorate && vol->role == REPL_PRIMARY);
+	st->up = !vol->down;
 	st->n_peers = vol->n_peers;
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		peer_status(vol->peers[i], &st->peers[i]);
@@ -121,6 +122,9 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 
 	if (vol->role == REPL_PRIMARY)
 		return 0;
+	if (vol->down)
+		return refuse(why, len, -EPERM, "the volume is down on this node: "
+			      "bring it up first%s", "");
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
 		if (repl__peer_up(p) && p->peer_role == REPL_PRIMARY)
@@ -238,4 +242,22 @@ int repl_volume_remove(struct repl_volume *vol)
 	plog(LOG_NOTICE, vol->name, "removed (its backing and metadata stay on disk)");
 	repl__volume_free(vol);
 	return 0;
+}
+
+int repl_volume_set_up(struct repl_volume *vol, bool up)
+{
+	if (vol->down == !up)
+		return 0;
+	if (!up && (vol->role == REPL_PRIMARY || vol->clients))
+		return -EBUSY;
+	vol->down = !up;
+	repl__peers_set_down(vol, !up);
+	plog(LOG_NOTICE, vol->name, "%s", up ? "up: connecting to its peers" : "down");
+	repl__changed(vol);
+	return 0;
+}
+
+bool repl_volume_is_up(const struct repl_volume *vol)
+{
+	return !vol->down;
 }
