@@ -45,7 +45,7 @@
 #include "util.h"
 
 #define META_MAGIC "REPLMETA"
-#define META_VERSION 1u
+#define META_VERSION 2u	/* 2: the write-intent bitmap */
 
 enum {
 	OFF_MAGIC = 0, OFF_VERSION = 8, OFF_SLOT_SIZE = 12, OFF_SEQ = 16,
@@ -75,8 +75,8 @@ struct meta {
 	uint64_t regions;
 	uint64_t stride;		/* bitmap bytes per peer */
 	size_t npages;			/* pages per peer bitmap */
-	uint64_t *bm[META_MAX_PEERS];	/* little-endian words */
-	uint8_t *pstate[META_MAX_PEERS];
+	uint64_t *bm[META_BITMAPS];	/* little-endian words */
+	uint8_t *pstate[META_BITMAPS];
 	size_t pages_set;		/* pages in PAGE_SET */
 	size_t pages_dirty;		/* pages not PAGE_CLEAN */
 };
@@ -257,7 +257,7 @@ static void meta_free(struct meta *m)
 		return;
 	if (m->fd >= 0)
 		close(m->fd);
-	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		free(m->bm[i]);
 		free(m->pstate[i]);
 	}
@@ -283,7 +283,7 @@ static int meta_alloc(const char *path, int fd, const struct meta_super *sb,
 	m->path = strdup(path);
 	if (!m->path)
 		goto nomem;
-	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		m->bm[i] = calloc(1, m->stride);
 		m->pstate[i] = calloc(m->npages, 1);
 		if (!m->bm[i] || !m->pstate[i])
@@ -299,12 +299,12 @@ nomem:
 static uint64_t file_size_for(const struct meta_super *sb)
 {
 	return META_BITMAP_OFFSET +
-	       META_MAX_PEERS * stride_of(regions_of(sb->size, sb->region_shift));
+	       META_BITMAPS * stride_of(regions_of(sb->size, sb->region_shift));
 }
 
 static uint64_t file_size_of(const struct meta *m)
 {
-	return META_BITMAP_OFFSET + META_MAX_PEERS * m->stride;
+	return META_BITMAP_OFFSET + META_BITMAPS * m->stride;
 }
 
 static int lock_fd(const char *path, int fd)
@@ -492,7 +492,7 @@ static int load_bitmaps(struct meta *m)
 	size_t last = (size_t)DIV_ROUND_UP(m->regions, 64) - 1;
 	size_t nwords = (size_t)(m->stride / 8);
 
-	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		uint64_t *bm = m->bm[i];
 		bool junk = false;
 		int err = full_pread(m->fd, bm, (size_t)m->stride,
@@ -671,7 +671,7 @@ static uint64_t range_end(const struct meta *m, uint64_t offset, uint64_t len)
 
 bool meta_bit_test(const struct meta *m, unsigned peer, uint64_t region)
 {
-	if (peer >= META_MAX_PEERS || region >= m->regions)
+	if (peer >= META_BITMAPS || region >= m->regions)
 		return false;
 	return (le64toh(m->bm[peer][region / 64]) >> (region % 64)) & 1;
 }
@@ -681,7 +681,7 @@ uint64_t meta_bits_set_range(struct meta *m, unsigned peer, uint64_t offset,
 {
 	uint64_t end;
 
-	if (peer >= META_MAX_PEERS || len == 0 || offset >= m->sb.size)
+	if (peer >= META_BITMAPS || len == 0 || offset >= m->sb.size)
 		return 0;
 	end = range_end(m, offset, len);
 	return bits_change(m, peer, offset >> m->sb.region_shift,
@@ -694,7 +694,7 @@ uint64_t meta_bits_clear_range(struct meta *m, unsigned peer, uint64_t offset,
 	uint64_t rsize = UINT64_C(1) << m->sb.region_shift;
 	uint64_t first, last, end;
 
-	if (peer >= META_MAX_PEERS || len == 0 || offset >= m->sb.size)
+	if (peer >= META_BITMAPS || len == 0 || offset >= m->sb.size)
 		return 0;
 	end = range_end(m, offset, len);
 	first = regions_of(offset, m->sb.region_shift);
@@ -704,7 +704,7 @@ uint64_t meta_bits_clear_range(struct meta *m, unsigned peer, uint64_t offset,
 
 void meta_bits_set_all(struct meta *m, unsigned peer)
 {
-	if (peer < META_MAX_PEERS)
+	if (peer < META_BITMAPS)
 		bits_change(m, peer, 0, m->regions, true);
 }
 
@@ -713,7 +713,7 @@ uint64_t meta_bits_count(const struct meta *m, unsigned peer)
 	size_t nwords = (size_t)DIV_ROUND_UP(m->regions, 64);
 	uint64_t n = 0;
 
-	if (peer >= META_MAX_PEERS)
+	if (peer >= META_BITMAPS)
 		return 0;
 	for (size_t w = 0; w < nwords; w++)
 		n += (uint64_t)__builtin_popcountll(le64toh(m->bm[peer][w]));
@@ -726,7 +726,7 @@ uint64_t meta_bit_next(const struct meta *m, unsigned peer, uint64_t from)
 	size_t w;
 	uint64_t word;
 
-	if (peer >= META_MAX_PEERS || from >= m->regions)
+	if (peer >= META_BITMAPS || from >= m->regions)
 		return m->regions;
 	w = (size_t)(from / 64);
 	word = le64toh(m->bm[peer][w]) & (~UINT64_C(0) << (from % 64));
@@ -784,7 +784,7 @@ int meta_bitmap_flush(struct meta *m)
 		return m->broken;
 	if (!m->pages_dirty)
 		return 0;
-	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		err = flush_peer(m, i);
 		if (err)
 			return err;
@@ -792,7 +792,7 @@ int meta_bitmap_flush(struct meta *m)
 	err = sync_fd(m, "a bitmap flush");
 	if (err)
 		return err;
-	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+	for (unsigned i = 0; i < META_BITMAPS; i++)
 		memset(m->pstate[i], PAGE_CLEAN, m->npages);
 	m->pages_set = 0;
 	m->pages_dirty = 0;
@@ -877,13 +877,13 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 		return -ENOMEM;
 	j->fd = m->fd;
 	j->path = m->path;
-	for (unsigned i = 0; i < META_MAX_PEERS && !err; i++)
+	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
 		err = job_add_peer(m, j, i);
 	if (err) {
 		meta_flush_job_free(j);
 		return err;
 	}
-	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+	for (unsigned i = 0; i < META_BITMAPS; i++)
 		memset(m->pstate[i], PAGE_CLEAN, m->npages);
 	m->pages_set = 0;
 	m->pages_dirty = 0;

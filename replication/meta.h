@@ -12,7 +12,8 @@
  *   4096   superblock slot 1
  *   8192   dirty bitmap of peer slot 0, bitmap_stride bytes
  *   8192 + bitmap_stride       dirty bitmap of peer slot 1
- *   end    = 8192 + META_MAX_PEERS * bitmap_stride (the exact file size)
+ *   end    = 8192 + META_BITMAPS * bitmap_stride (the exact file size; the
+ *            last bitmap is the write-intent bitmap, META_INTENT)
  *
  * bitmap_stride is DIV_ROUND_UP(regions, 64) * 8 rounded up to 4096, with
  * regions = DIV_ROUND_UP(size, 1 << region_shift).  Bit b of the 64-bit
@@ -39,6 +40,11 @@
 #include <stdint.h>
 
 #define META_MAX_PEERS 2
+/* Bitmaps: one per peer slot, then the write-intent bitmap (the activity
+ * log): regions a Primary may be writing, set durably before the write and
+ * cleared lazily after it, so that after a crash only they need a resync. */
+#define META_INTENT META_MAX_PEERS
+#define META_BITMAPS (META_MAX_PEERS + 1)
 #define META_NODE_MAX 64		/* node name length, without the NUL */
 
 #define META_SLOT_SIZE 4096u

@@ -478,10 +478,12 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	/* A replica that crashed as Primary may hold writes that were in
 	 * flight and reached no one else.  Without an activity log to say
 	 * where, only a full resync makes the replicas equal again. */
-	if (gv.decision == GEN_SOURCE_BITMAP && (local.crashed_primary || peer.crashed_primary))
+	/* A crashed Primary that is the source carries its activity log in
+	 * its bitmaps (merged at start); one that is the target cannot tell
+	 * the source which regions it wrote alone, so it takes a full sync. */
+	if (gv.decision == GEN_SOURCE_BITMAP && peer.crashed_primary)
 		gv.decision = GEN_SOURCE_FULL;
-	else if (gv.decision == GEN_TARGET_BITMAP &&
-		 (local.crashed_primary || peer.crashed_primary))
+	else if (gv.decision == GEN_TARGET_BITMAP && local.crashed_primary)
 		gv.decision = GEN_TARGET_FULL;
 	plog(LOG_INFO, vol->name, "peer %s: %s (%s%s)", p->node,
 	     gen_decision_name(gv.decision), gv.reason,

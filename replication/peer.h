@@ -66,6 +66,9 @@ struct vwrite {
 	struct vwrite *pnext[REPL_MAX_PEERS], *pprev[REPL_MAX_PEERS];
 	struct vwrite *vnext, *vprev;	/* volume's in-flight list */
 	struct vwrite *wnext;		/* waiting lists (bitmap flush, freeze) */
+	struct vwrite *lnext;		/* waiting for an overlapping local write */
+	bool local_busy;		/* its local write is running */
+	bool start_after_flush;		/* its activity-log bits are being written */
 };
 
 /* peer.c */
@@ -106,6 +109,8 @@ void repl__rep_peer_state(struct peer *p);
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
 /* Shutting down: a peer lost now is not outdated; held writes go. */
 void repl__rep_close(struct repl_volume *vol);
+/* Starts the periodic sweep of the activity log (a Primary's). */
+void repl__rep_intent_start(struct repl_volume *vol);
 /* Without quorum: keep io until quorum returns (or the volume steps down). */
 void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
 

@@ -93,6 +93,8 @@ struct repl_volume {
 	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
 	uint64_t seq;			/* last write sequence number sent */
 	struct vwrite *writes;		/* Primary: in flight, newest first */
+	struct vwrite *local_wait;	/* Primary: local writes held for order */
+	void *intent_timer;
 	struct sapply *applying;	/* Secondary: peer writes in flight */
 	struct sapply *apply_wait_head, *apply_wait_tail;
 	/* bitmap flushes run one at a time; writes wait for the one that

@@ -27,8 +27,11 @@
 
 /* ---- bitmap flushes: one at a time, waiters batched ---------------------- */
 
+#define INTENT_SWEEP_MS 2000
+
 static void vwrite_put(struct vwrite *w);
 static void bm_flush_start(struct repl_volume *vol);
+static void rep_start(struct repl_volume *vol, struct vwrite *w);
 
 static int bm_flush_run(void *arg)
 {
@@ -53,16 +56,28 @@ static void bm_flush_done(struct repl_io *io)
 		w->wnext = NULL;
 		if (io->result < 0)
 			w->result = io->result;
+		if (w->start_after_flush) {
+			w->start_after_flush = false;
+			if (io->result < 0) {
+				/* Not logged as in flight: it must not be written. */
+				vwrite_put(w);
+				continue;
+			}
+			rep_start(vol, w);
+		}
 		vwrite_put(w);
 	}
-	if (vol->bm_wait_next)
+	if (vol->bm_wait_next && !vol->bm_flushing)
 		bm_flush_start(vol);
 }
 
+/* One flush at a time: a start while one runs waits for its end. */
 static void bm_flush_start(struct repl_volume *vol)
 {
 	int r;
 
+	if (vol->bm_flushing)
+		return;
 	vol->bm_wait_cur = vol->bm_wait_next;
 	vol->bm_wait_next = NULL;
 	r = meta_bitmap_flush_begin(vol->meta, &vol->bm_job);
@@ -153,13 +168,18 @@ static void thaw(struct repl_volume *vol)
 	}
 }
 
+static void local_unblock(struct repl_volume *vol);
+
 static void local_done(struct repl_io *io)
 {
 	struct vwrite *w = (struct vwrite *)((char *)io - offsetof(struct vwrite, local));
+	struct repl_volume *vol = w->vol;
 
 	if (io->result < 0)
 		w->result = io->result;
+	w->local_busy = false;
 	vwrite_put(w);
+	local_unblock(vol);
 }
 
 static void unacked_unlink(struct peer *p, struct vwrite *w)
@@ -202,12 +222,95 @@ static bool peer_takes_writes(const struct peer *p)
 	       (p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE);
 }
 
-void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
+/* Overlapping writes reach the local store in the order they were sent to
+ * the peers (which apply them in arrival order): a write waits while an
+ * earlier overlapping one is still being written here. */
+static bool vw_overlaps(const struct vwrite *a, const struct vwrite *b)
 {
-	struct vwrite *w = calloc(1, sizeof(*w));
+	const struct repl_io *x = a->io, *y = b->io;
+
+	if (!io_changes_data(x->op) || !io_changes_data(y->op))
+		return false;
+	return x->offset < y->offset + y->len && y->offset < x->offset + x->len;
+}
+
+static bool local_blocked(const struct repl_volume *vol, const struct vwrite *w)
+{
+	for (const struct vwrite *o = vol->writes; o; o = o->vnext)
+		if (o != w && o->local_busy && vw_overlaps(o, w))
+			return true;
+	for (const struct vwrite *o = vol->local_wait; o && o != w; o = o->lnext)
+		if (vw_overlaps(o, w))
+			return true;
+	return false;
+}
+
+static void local_submit(struct repl_volume *vol, struct vwrite *w)
+{
+	w->local_busy = true;
+	repl__iopool_submit(vol->pool, &w->local);
+}
+
+static void local_unblock(struct repl_volume *vol)
+{
+	struct vwrite **pp = &vol->local_wait, *w;
+
+	while ((w = *pp)) {
+		if (local_blocked(vol, w)) {
+			pp = &w->lnext;
+			continue;
+		}
+		*pp = w->lnext;
+		w->lnext = NULL;
+		local_submit(vol, w);
+	}
+}
+
+static void local_start(struct repl_volume *vol, struct vwrite *w)
+{
+	struct vwrite **pp;
+
+	if (!local_blocked(vol, w)) {
+		local_submit(vol, w);
+		return;
+	}
+	for (pp = &vol->local_wait; *pp; pp = &(*pp)->lnext)
+		;
+	*pp = w;
+}
+
+/* Sends w to the peers and starts it locally. */
+static void rep_start(struct repl_volume *vol, struct vwrite *w)
+{
 	struct peer *failed[REPL_MAX_PEERS];
 	unsigned nfailed = 0;
 	bool flush = false;
+
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		int n = peer_takes_writes(p) ? repl__peer_send_io(p, w) : 0;
+		if (n > 0) {
+			unacked_append(p, w);
+			w->acks_left[i] = (unsigned)n;
+			w->pending++;
+		} else {
+			flush |= mark_missing(vol, i, w->io);
+			if (n < 0)
+				failed[nfailed++] = p;
+		}
+	}
+	if (flush)
+		bm_wait(vol, w);
+	local_start(vol, w);
+	/* A peer we could not send to is no longer in sync: drop it (which
+	 * outdates it) before anything more is acknowledged. */
+	for (unsigned i = 0; i < nfailed; i++)
+		repl__peer_drop(failed[i], "could not send a write");
+}
+
+void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
+{
+	struct vwrite *w = calloc(1, sizeof(*w));
 
 	if (!w) {
 		io->result = -ENOMEM;
@@ -225,28 +328,52 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	if (vol->writes)
 		vol->writes->vprev = w;
 	vol->writes = w;
-	if (io_changes_data(io->op))
+	if (io_changes_data(io->op)) {
 		repl__rs_note_write(vol, io->offset, io->len);
-	for (unsigned i = 0; i < vol->n_peers; i++) {
-		struct peer *p = vol->peers[i];
-		int n = peer_takes_writes(p) ? repl__peer_send_io(p, w) : 0;
-		if (n > 0) {
-			unacked_append(p, w);
-			w->acks_left[i] = (unsigned)n;
-			w->pending++;
-		} else {
-			flush |= mark_missing(vol, i, io);
-			if (n < 0)
-				failed[nfailed++] = p;
+		/* The activity log: the regions are marked as being written,
+		 * durably, before any replica writes them. */
+		meta_bits_set_range(vol->meta, META_INTENT, io->offset, io->len);
+		if (meta_bitmap_needs_flush(vol->meta)) {
+			w->start_after_flush = true;
+			bm_wait(vol, w);
+			return;
 		}
 	}
-	if (flush)
-		bm_wait(vol, w);
-	repl__iopool_submit(vol->pool, &w->local);
-	/* A peer we could not send to is no longer in sync: drop it (which
-	 * outdates it) before anything more is acknowledged. */
-	for (unsigned i = 0; i < nfailed; i++)
-		repl__peer_drop(failed[i], "could not send a write");
+	rep_start(vol, w);
+}
+
+/* Regions with no write in flight leave the activity log (lazily: the
+ * bits reach the disk with the next flush). */
+static void intent_sweep(void *arg)
+{
+	struct repl_volume *vol = arg;
+	uint64_t regions = meta_regions(vol->meta), rsz;
+	struct vwrite probe_w;
+	struct repl_io probe;
+
+	vol->intent_timer = NULL;
+	rsz = UINT64_C(1) << meta_get(vol->meta)->region_shift;
+	for (uint64_t r = meta_bit_next(vol->meta, META_INTENT, 0); r < regions;
+	     r = meta_bit_next(vol->meta, META_INTENT, r + 1)) {
+		bool busy = false;
+		probe = (struct repl_io){ .op = REPL_IO_WRITE, .offset = r * rsz,
+					  .len = (uint32_t)rsz };
+		probe_w.io = &probe;
+		for (const struct vwrite *o = vol->writes; o && !busy; o = o->vnext)
+			busy = vw_overlaps(o, &probe_w);
+		if (!busy)
+			meta_bits_clear_range(vol->meta, META_INTENT, r * rsz, rsz);
+	}
+	if (!vol->bm_flushing)
+		bm_flush_start(vol);
+	if (!vol->closing)
+		repl__timer_add(vol->eng, INTENT_SWEEP_MS, intent_sweep, vol, &vol->intent_timer);
+}
+
+void repl__rep_intent_start(struct repl_volume *vol)
+{
+	if (!vol->intent_timer && vol->n_peers)
+		repl__timer_add(vol->eng, INTENT_SWEEP_MS, intent_sweep, vol, &vol->intent_timer);
 }
 
 void repl__rep_ack(struct peer *p, uint64_t seq, int result)
@@ -340,6 +467,7 @@ void repl__rep_close(struct repl_volume *vol)
 {
 	vol->closing = true;
 	repl__timer_del(vol->eng, &vol->freeze_timer);
+	repl__timer_del(vol->eng, &vol->intent_timer);
 	vol->freeze = 0;
 	fail_frozen(vol, -ESHUTDOWN);
 }

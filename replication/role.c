@@ -154,6 +154,7 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 	vol->role = REPL_PRIMARY;
 	vol->disk_state = GEN_DISK_UPTODATE;
 	plog(LOG_NOTICE, vol->name, "promoted to Primary%s", force ? " (forced)" : "");
+	repl__rep_intent_start(vol);
 	tell_peers(vol);
 	repl__changed(vol);
 	return 0;

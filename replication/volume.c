@@ -49,6 +49,25 @@ static int volume_new_meta(struct repl_volume *vol, const char *path,
 	return r;
 }
 
+/* After a crash as Primary: the regions in the activity log may differ
+ * between the replicas, so every peer's bitmap gets them (a bounded
+ * resync instead of a full one). */
+static void intent_to_peers(struct repl_volume *vol, unsigned n_peers)
+{
+	uint64_t regions = meta_regions(vol->meta), n = 0;
+	uint64_t rsz = UINT64_C(1) << meta_get(vol->meta)->region_shift;
+
+	for (uint64_t r = meta_bit_next(vol->meta, META_INTENT, 0); r < regions;
+	     r = meta_bit_next(vol->meta, META_INTENT, r + 1), n++)
+		for (unsigned i = 0; i < n_peers; i++)
+			meta_bits_set_range(vol->meta, i, r * rsz, rsz);
+	meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
+	if (meta_bitmap_flush(vol->meta) < 0)
+		plog(LOG_ERR, vol->name, "cannot record the activity log in the bitmaps");
+	plog(LOG_NOTICE, vol->name, "crashed as Primary: %llu region(s) of the activity "
+	     "log will be resynced", (unsigned long long)n);
+}
+
 static int volume_open_meta(struct repl_volume *vol, const char *path,
 			    const struct repl_volume_config *cfg)
 {
@@ -78,6 +97,8 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		if (sb->role == REPL_PRIMARY && cfg->n_peers)
 			upd.flags |= META_F_PRIMARY_CRASHED;
 	}
+	if (upd.flags & META_F_PRIMARY_CRASHED)
+		intent_to_peers(vol, cfg->n_peers);
 	/* A replica starts as Secondary; only a local volume keeps its role. */
 	if (cfg->n_peers)
 		upd.role = REPL_SECONDARY;
