@@ -156,6 +156,7 @@ static void put_peer(struct json_writer *w, const struct repl_peer_status *p)
 	put_resync(w, p);
 	json_kv_u64(w, "resync_sent_bytes", p->resync_sent_bytes);
 	json_kv_str(w, "reason", p->reason);
+	json_kv_u64(w, "verify_differing", p->verify_differing);
 	json_obj_end(w);
 }
 
@@ -176,6 +177,21 @@ static void put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_u64(w, "clients", st.clients);
 	json_kv_bool(w, "io_frozen", st.io_frozen);
 	json_kv_bool(w, "up", st.up);
+	if (st.verify_total) {
+		json_key(w, "verify");
+		json_obj_begin(w);
+		json_kv_bool(w, "running", st.verify_running);
+		json_kv_bool(w, "repair", st.verify_repair);
+		json_kv_u64(w, "done_regions", st.verify_done);
+		json_kv_u64(w, "total_regions", st.verify_total);
+		json_kv_u64(w, "region_size", st.verify_region_size);
+		json_key(w, "differing_offsets");
+		json_arr_begin(w);
+		for (unsigned i = 0; i < MIN(st.verify_n_listed, 64u); i++)
+			json_u64(w, st.verify_listed[i]);
+		json_arr_end(w);
+		json_obj_end(w);
+	}
 	json_key(w, "peers");
 	json_arr_begin(w);
 	for (unsigned i = 0; i < MIN(st.n_peers, (unsigned)REPL_MAX_PEERS); i++) {
@@ -281,6 +297,24 @@ static void cmd_up_down(struct control *c, char **args, bool up, struct json_wri
 		    r == -EBUSY ? "the volume is Primary or has NBD clients: demote it first" : "");
 }
 
+static void cmd_verify(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct repl_volume *vol;
+	char why[256] = "";
+	int r;
+
+	if (n == 2 && strcmp(args[1], "--repair")) {
+		answer_error(w, "unknown option \"%s\" (usage: verify VOLUME [--repair])", args[1]);
+		return;
+	}
+	vol = find_volume(c, args[0], w);
+	if (!vol)
+		return;
+	r = repl_volume_verify(vol, n == 2, why, sizeof(why));
+	why[sizeof(why) - 1] = '\0';
+	role_answer(w, n == 2 ? "verify --repair" : "verify", args[0], r, why);
+}
+
 static void cmd_up(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	cmd_up_down(c, args, true, w);
@@ -342,6 +376,7 @@ static const struct command {
 	{ "version", 0, 0, cmd_version, "version" },
 	{ "disk-xml", 1, 2, cmd_disk_xml, "disk-xml VOLUME [TARGET-DEV]" },
 	{ "up", 1, 1, cmd_up, "up VOLUME" },
+	{ "verify", 1, 2, cmd_verify, "verify VOLUME [--repair]" },
 	{ "down", 1, 1, cmd_down, "down VOLUME" },
 };
 

@@ -57,6 +57,9 @@ static void usage(FILE *f)
 		"  disk-xml VOLUME [DEV]     the libvirt <disk> element for VOLUME\n"
 		"  up VOLUME                 take part in replication (a started resource)\n"
 		"  down VOLUME               stop taking part (refused while Primary)\n"
+		"  verify VOLUME [--repair]  compare every region with the peers (online);\n"
+		"                            --repair (on the Primary) resyncs what differs\n"
+		"                            (exit 1 if regions differ and were not repaired)\n"
 		"  show VOLUME               one line of key=value for scripts: role, disk,\n"
 		"                            up, frozen, peers, connected, uptodate_peers\n"
 		"  volume create NAME --size SIZE --nodes N1,N2[,N3]\n"
@@ -588,6 +591,59 @@ static int cmd_show(struct cli *cli)
 	return simple_request(cli, req, "show", print_show);
 }
 
+/* Polls status until the verify (and, with repair, the resync) is over. */
+static int verify_wait(struct cli *cli, bool repair)
+{
+	char req[256];
+	uint64_t deadline = now_mono_ms() + 24ull * 3600 * 1000;
+
+	snprintf(req, sizeof(req), "status %s\n", cli->args[0]);
+	while (now_mono_ms() < deadline) {
+		struct json_value *ans;
+		const struct json_value *vols, *v, *ver, *peers, *offs;
+		int64_t rsz = 0, diffs = 0;
+		bool running, syncing = false;
+
+		if (ask(cli, req, &ans, NULL) < 0)
+			return EXIT_FAILED;
+		vols = json_get(ans, "volumes");
+		v = vols ? vols->child : NULL;
+		ver = v ? json_get(v, "verify") : NULL;
+		peers = v ? json_get(v, "peers") : NULL;
+		running = ver && json_get_bool(ver, "running");
+		for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next) {
+			int64_t d = 0, oos = 0;
+			json_get_i64(p, "verify_differing", &d);
+			json_get_i64(p, "out_of_sync_bytes", &oos);
+			diffs += d;
+			syncing |= oos > 0;
+		}
+		if (!running && !(repair && diffs && syncing)) {
+			json_get_i64(ver, "region_size", &rsz);
+			offs = ver ? json_get(ver, "differing_offsets") : NULL;
+			for (const struct json_value *o = offs ? offs->child : NULL; o; o = o->next)
+				printf("differs: offset %s length %lld\n", o->str, (long long)rsz);
+			printf("%s: %lld region(s) differ%s\n", cli->args[0], (long long)diffs,
+			       diffs && repair ? ", repaired from this node" : "");
+			json_value_free(ans);
+			return diffs && !repair ? EXIT_FAILED : EX_OK;
+		}
+		json_value_free(ans);
+		usleep(200 * 1000);
+	}
+	return EXIT_FAILED;
+}
+
+static int cmd_verify(struct cli *cli)
+{
+	char req[256];
+	int ex;
+
+	snprintf(req, sizeof(req), "verify %s%s\n", cli->args[0], cli->flag ? " --repair" : "");
+	ex = simple_request(cli, req, "verify", NULL);
+	return ex ? ex : verify_wait(cli, cli->flag);
+}
+
 static int cmd_help(struct cli *cli)
 {
 	usage(stdout);
@@ -603,6 +659,7 @@ static const struct command commands[] = {
 	{ "up", 1, 1, NULL, cmd_up },
 	{ "down", 1, 1, NULL, cmd_down },
 	{ "show", 1, 1, NULL, cmd_show },
+	{ "verify", 1, 1, "--repair", cmd_verify },
 	{ "help", 0, 0, NULL, cmd_help },
 };
 

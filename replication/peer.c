@@ -215,6 +215,11 @@ static int send_msg(struct peer *p, const struct wire_msg *m)
 	return link_send(p->l, m, NULL, 0, NULL);
 }
 
+int repl__peer_send_msg(struct peer *p, const struct wire_msg *m)
+{
+	return send_msg(p, m);
+}
+
 /* A write larger than a frame goes as several frames with the same seq;
  * returns how many (each is acknowledged), or -errno. */
 static int send_write_chunks(struct peer *p, const struct repl_io *io, uint64_t seq,
@@ -363,8 +368,10 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 		p->l = NULL;
 	}
 	p->conn = PC_IDLE;
-	if (was_up)
+	if (was_up) {
+		repl__verify_peer_down(p);
 		repl__rep_peer_down(p);
+	}
 	if (why) {
 		set_reason(p, "%s", why);
 		plog(standalone ? LOG_ERR : LOG_WARNING, p->vol->name, "peer %s: %s%s",
@@ -652,6 +659,16 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		break;
 	}
 	case WIRE_PING_ACK:
+		break;
+	case WIRE_VERIFY_REQ:
+		if (range_ok(p->vol, m->u.range.offset, m->u.range.len))
+			repl__verify_on_request(p, m->seq, m->u.range.offset,
+						(uint32_t)m->u.range.len);
+		else
+			repl__peer_drop(p, "verify request outside the volume");
+		break;
+	case WIRE_VERIFY_REPLY:
+		repl__verify_on_reply(p, m->seq, &m->u.verify);
 		break;
 	case WIRE_BYE:
 		peer_down(p, m->u.bye_reason == WIRE_BYE_SHUTDOWN ? "peer shut down"

@@ -127,4 +127,14 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v);
 void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len);
 void repl__rs_status(const struct peer *p, struct repl_peer_status *st);
 
+/* verify.c */
+void repl__verify_on_reply(struct peer *p, uint64_t seq, const struct wire_verify *r);
+void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_t len);
+void repl__verify_peer_down(struct peer *p);
+void repl__verify_note_write(struct repl_volume *vol, uint64_t off, uint64_t len);
+void repl__verify_status(const struct repl_volume *vol, struct repl_volume_status *st);
+void repl__verify_free(struct repl_volume *vol);
+/* peer.c: any frame */
+int repl__peer_send_msg(struct peer *p, const struct wire_msg *m);
+
 #endif

@@ -120,6 +120,7 @@ struct repl_peer_status {
 	int64_t resync_eta_s;		/* -1 when unknown */
 	uint64_t resync_sent_bytes;	/* data sent by resyncs since start */
 	char reason[128];		/* why StandAlone / Disconnected, if known */
+	uint64_t verify_differing;	/* regions the last verify found different */
 };
 
 struct repl_volume_status {
@@ -133,6 +134,11 @@ struct repl_volume_status {
 	bool up;			/* false: down (a stopped resource) */
 	unsigned n_peers;
 	struct repl_peer_status peers[REPL_MAX_PEERS];
+	/* the running or last online verify (verify_total 0: none yet) */
+	bool verify_running, verify_repair;
+	uint64_t verify_done, verify_total, verify_region_size;
+	unsigned verify_n_listed;
+	uint64_t verify_listed[64];	/* offsets of the first differing regions */
 };
 
 struct repl_volume *repl_volume_first(struct repl_engine *eng);
@@ -144,6 +150,12 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
  * not UpToDate without force). */
 int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t whylen);
 int repl_volume_demote(struct repl_volume *vol, char *why, size_t whylen);
+
+/* Online verify: compares every region's checksum with the connected
+ * peers while the volume is in use; repl_volume_status() reports progress
+ * and the regions that differ.  repair (Primary only) resyncs them from
+ * here.  0, or -EBUSY (running), -EPERM, -ENOTCONN, with why. */
+int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t whylen);
 
 /* ---- cluster mode ------------------------------------------------------ */
 

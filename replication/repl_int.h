@@ -65,6 +65,7 @@ struct vwrite;
 struct sapply;
 struct meta_flush_job;
 struct vol_listener;
+struct verify;
 
 struct repl_volume {
 	struct repl_engine *eng;
@@ -95,6 +96,7 @@ struct repl_volume {
 	struct vwrite *writes;		/* Primary: in flight, newest first */
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	void *intent_timer;
+	struct verify *verify;		/* the running or last online verify */
 	struct sapply *applying;	/* Secondary: peer writes in flight */
 	struct sapply *apply_wait_head, *apply_wait_tail;
 	/* bitmap flushes run one at a time; writes wait for the one that

@@ -330,6 +330,7 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	vol->writes = w;
 	if (io_changes_data(io->op)) {
 		repl__rs_note_write(vol, io->offset, io->len);
+		repl__verify_note_write(vol, io->offset, io->len);
 		/* The activity log: the regions are marked as being written,
 		 * durably, before any replica writes them. */
 		meta_bits_set_range(vol->meta, META_INTENT, io->offset, io->len);

@@ -69,6 +69,7 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->n_peers = vol->n_peers;
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		peer_status(vol->peers[i], &st->peers[i]);
+	repl__verify_status(vol, st);
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))

@@ -217,6 +217,7 @@ fail:
 /* Stops replicating: held acknowledgements go, connections close. */
 void repl__volume_disconnect(struct repl_volume *vol)
 {
+	repl__verify_free(vol);
 	repl__rep_close(vol);
 	repl__peers_stop(vol);
 }

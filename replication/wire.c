@@ -199,12 +199,19 @@ static int check_range(const struct wire_msg *m)
 	case WIRE_ZERO:
 		allowed = WIRE_WF_FUA | WIRE_WF_NO_HOLE;
 		break;
-	default:	/* RS_REQUEST, RS_ZERO */
+	default:	/* RS_REQUEST, RS_ZERO, VERIFY_REQ */
 		if (r->len > WIRE_DATA_MAX)
 			return -EINVAL;
 		break;
 	}
 	return r->flags & ~allowed ? -EINVAL : 0;
+}
+
+static int check_verify(const struct wire_msg *m)
+{
+	const struct wire_verify *v = &m->u.verify;
+
+	return v->len && v->len <= WIRE_DATA_MAX && range_ok(v->offset, v->len) ? 0 : -EINVAL;
 }
 
 static int check_state(const struct wire_msg *m)
@@ -295,6 +302,13 @@ static void enc_range(const struct wire_msg *m, uint8_t *p)
 	put64(p + 8, m->u.range.len);
 	put32(p + 16, m->u.range.flags);
 	put32(p + 20, 0);
+}
+
+static void enc_verify(const struct wire_msg *m, uint8_t *p)
+{
+	put64(p, m->u.verify.offset);
+	put32(p + 8, m->u.verify.len);
+	put32(p + 12, m->u.verify.crc);
 }
 
 static void enc_rs_range(const struct wire_msg *m, uint8_t *p)
@@ -411,6 +425,15 @@ static int dec_range(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	return all_zero(p + 20, 4) ? 0 : -EPROTO;
 }
 
+static int dec_verify(const uint8_t *p, uint32_t len, struct wire_msg *m)
+{
+	(void)len;
+	m->u.verify.offset = get64(p);
+	m->u.verify.len = get32(p + 8);
+	m->u.verify.crc = get32(p + 12);
+	return 0;
+}
+
 static int dec_rs_range(const uint8_t *p, uint32_t len, struct wire_msg *m)
 {
 	(void)len;
@@ -480,6 +503,8 @@ static const struct type_info types[WIRE_TYPE_COUNT] = {
 	T(WIRE_PING, "PING", 0, false, check_none, NULL, dec_none),
 	T(WIRE_PING_ACK, "PING_ACK", 0, false, check_none, NULL, dec_none),
 	T(WIRE_BYE, "BYE", 8, false, check_bye, enc_bye, dec_bye),
+	T(WIRE_VERIFY_REQ, "VERIFY_REQ", 16, false, check_range, enc_rs_range, dec_rs_range),
+	T(WIRE_VERIFY_REPLY, "VERIFY_REPLY", 16, false, check_verify, enc_verify, dec_verify),
 };
 
 bool wire_type_valid(uint16_t type)

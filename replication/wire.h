@@ -65,6 +65,8 @@ enum wire_type {
 	WIRE_PING,
 	WIRE_PING_ACK,
 	WIRE_BYE,
+	WIRE_VERIFY_REQ,	/* range: "send me the checksum of this region" */
+	WIRE_VERIFY_REPLY,	/* struct wire_verify */
 	WIRE_TYPE_COUNT		/* one past the last type */
 };
 
@@ -140,6 +142,13 @@ struct wire_range {
 	uint32_t flags;			/* TRIM: FUA; ZERO: FUA|NO_HOLE; RS_*: 0 */
 };
 
+/* VERIFY_REPLY: the CRC32C of a region's bytes (len 1..WIRE_DATA_MAX). */
+struct wire_verify {
+	uint64_t offset;
+	uint32_t len;
+	uint32_t crc;
+};
+
 struct wire_state {
 	uint8_t role;			/* 0 Secondary, 1 Primary */
 	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
@@ -158,7 +167,8 @@ struct wire_msg {
 		struct wire_volume volume;
 		struct wire_write write;	/* WRITE, RS_DATA */
 		struct wire_ack ack;		/* WRITE_ACK, FLUSH_ACK */
-		struct wire_range range;	/* TRIM, ZERO, RS_REQUEST, RS_ZERO */
+		struct wire_range range;	/* TRIM, ZERO, RS_REQUEST, RS_ZERO, VERIFY_REQ */
+		struct wire_verify verify;	/* VERIFY_REPLY */
 		struct wire_state state;
 		uint32_t bye_reason;		/* enum wire_bye_reason */
 	} u;				/* AUTH_OK, FLUSH, PING, PING_ACK: empty */

@@ -104,6 +104,12 @@ static size_t samples(struct wire_msg *out)
 	m = (struct wire_msg){ .type = WIRE_BYE, .seq = 112 };
 	m.u.bye_reason = WIRE_BYE_SPLIT_BRAIN;
 	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_VERIFY_REQ, .seq = 113 };
+	m.u.range = (struct wire_range){ .offset = 65536, .len = 65536 };
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_VERIFY_REPLY, .seq = 113 };
+	m.u.verify = (struct wire_verify){ .offset = 65536, .len = 65536, .crc = 0xdeadbeef };
+	out[n++] = m;
 	return n;
 }
 
@@ -148,6 +154,7 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 	case WIRE_ZERO:
 	case WIRE_RS_REQUEST:
 	case WIRE_RS_ZERO:
+	case WIRE_VERIFY_REQ:
 		return a->u.range.offset == b->u.range.offset && a->u.range.len == b->u.range.len &&
 		       a->u.range.flags == b->u.range.flags;
 	case WIRE_STATE:
@@ -157,6 +164,9 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       a->u.state.current == b->u.state.current;
 	case WIRE_BYE:
 		return a->u.bye_reason == b->u.bye_reason;
+	case WIRE_VERIFY_REPLY:
+		return a->u.verify.offset == b->u.verify.offset &&
+		       a->u.verify.len == b->u.verify.len && a->u.verify.crc == b->u.verify.crc;
 	default:
 		return true;
 	}

@@ -1,0 +1,373 @@
+/* verify.c: online verify.  The node that runs it reads each region of its
+ * replica, computes a CRC32C, and asks every connected peer for the CRC of
+ * the same region (VERIFY_REQ / VERIFY_REPLY), a window of regions at a
+ * time, while the volume stays in use.  A region that a guest write touches
+ * while it is being compared is compared again; regions with writes in
+ * flight wait.  Regions that differ are reported; with repair (on the
+ * Primary) they go into the peer's bitmap and a resync from here follows.
+ * The peer side only reads and answers.  Loop thread only. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "meta.h"
+#include "peer.h"
+#include "util.h"
+
+#define VERIFY_WINDOW 16
+#define VERIFY_SEQ_BIT (UINT64_C(1) << 62)
+#define VERIFY_RETRY_MS 20
+#define MAX_DIFFS 64
+
+struct vreq {
+	struct repl_io io;
+	struct verify *v;		/* NULL once the verify is gone */
+	struct vreq *next;
+	uint64_t seq;
+	uint32_t crc;
+	bool local_done;
+	bool touched;			/* a write hit it meanwhile: compare again */
+	unsigned replies_left;
+	bool asked[REPL_MAX_PEERS];
+	bool answered[REPL_MAX_PEERS];
+	uint32_t peer_crc[REPL_MAX_PEERS];
+};
+
+struct verify {
+	struct repl_volume *vol;
+	bool repair, running;
+	uint64_t cursor, regions, done;
+	uint64_t seq;
+	struct vreq *inflight;
+	unsigned n_inflight;
+	void *timer;
+	uint64_t n_diffs[REPL_MAX_PEERS];
+	uint64_t diffs[MAX_DIFFS];	/* offsets of the first differing regions */
+	unsigned n_listed;
+	uint64_t started_ms;
+	uint64_t redo[256];		/* regions to compare again */
+	unsigned n_redo;
+};
+
+static void verify_pump(struct verify *v);
+
+static uint64_t region_bytes(const struct repl_volume *vol)
+{
+	return UINT64_C(1) << meta_get(vol->meta)->region_shift;
+}
+
+static bool writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len)
+{
+	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
+		if (w->io->len && w->io->offset < off + len && off < w->io->offset + w->io->len)
+			return true;
+	return false;
+}
+
+static void note_diff(struct verify *v, unsigned idx, uint64_t off, uint32_t len)
+{
+	struct repl_volume *vol = v->vol;
+
+	v->n_diffs[idx]++;
+	if (v->n_listed < MAX_DIFFS &&
+	    (v->n_listed == 0 || v->diffs[v->n_listed - 1] != off))
+		v->diffs[v->n_listed++] = off;
+	plog(LOG_WARNING, vol->name, "verify: region at %llu (%u bytes) differs on %s",
+	     (unsigned long long)off, len, vol->peers[idx]->node);
+	if (v->repair)
+		meta_bits_set_range(vol->meta, idx, off, len);
+}
+
+static void vreq_unlink(struct verify *v, struct vreq *q)
+{
+	for (struct vreq **pp = &v->inflight; *pp; pp = &(*pp)->next)
+		if (*pp == q) {
+			*pp = q->next;
+			v->n_inflight--;
+			return;
+		}
+}
+
+static void vreq_issue(struct verify *v, uint64_t off, uint32_t len);
+
+static void vreq_complete(struct verify *v, struct vreq *q)
+{
+	if (!q->local_done || q->replies_left)
+		return;
+	vreq_unlink(v, q);
+	if ((q->touched || q->io.result < 0) && v->n_redo < ARRAY_SIZE(v->redo)) {
+		v->redo[v->n_redo++] = q->io.offset / region_bytes(v->vol);
+	} else {
+		for (unsigned i = 0; i < v->vol->n_peers; i++)
+			if (q->answered[i] && q->peer_crc[i] != q->crc)
+				note_diff(v, i, q->io.offset, q->io.len);
+		v->done++;
+	}
+	free(q->io.buf);
+	free(q);
+	verify_pump(v);
+}
+
+static void vreq_read_done(struct repl_io *io)
+{
+	struct vreq *q = (struct vreq *)io;
+
+	if (!q->v) {
+		free(io->buf);
+		free(q);
+		return;
+	}
+	if (io->result == 0)
+		q->crc = crc32c(0, io->buf, io->len);
+	q->local_done = true;
+	vreq_complete(q->v, q);
+}
+
+static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
+{
+	struct repl_volume *vol = v->vol;
+	struct vreq *q = calloc(1, sizeof(*q));
+	struct wire_msg m = { .type = WIRE_VERIFY_REQ };
+
+	if (!q || !(q->io.buf = malloc(len))) {
+		free(q);
+		return;
+	}
+	q->v = v;
+	q->seq = VERIFY_SEQ_BIT | ++v->seq;
+	q->io = (struct repl_io){ .op = REPL_IO_READ, .offset = off, .len = len,
+				  .buf = q->io.buf, .done = vreq_read_done };
+	m.seq = q->seq;
+	m.u.range = (struct wire_range){ off, len, 0 };
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
+		    repl__peer_send_msg(p, &m) == 0) {
+			q->asked[i] = true;
+			q->replies_left++;
+		}
+	}
+	q->next = v->inflight;
+	v->inflight = q;
+	v->n_inflight++;
+	repl__volume_io(vol, &q->io);
+}
+
+static void verify_finish(struct verify *v)
+{
+	struct repl_volume *vol = v->vol;
+	uint64_t total = 0;
+
+	v->running = false;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		total += v->n_diffs[i];
+	plog(total ? LOG_WARNING : LOG_NOTICE, vol->name,
+	     "verify done in %.1f s: %llu region(s) checked, %llu differ%s",
+	     (double)(now_mono_ms() - v->started_ms) / 1000.0, (unsigned long long)v->done,
+	     (unsigned long long)total, total && v->repair ? ": resyncing them" : "");
+	if (!total || !v->repair)
+		return;
+	meta_bitmap_flush(vol->meta);
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (v->n_diffs[i] && repl__peer_up(vol->peers[i]))
+			repl__rs_start_source(vol->peers[i], false);
+}
+
+static void verify_retry(void *arg)
+{
+	struct verify *v = arg;
+
+	v->timer = NULL;
+	verify_pump(v);
+}
+
+static void verify_pump(struct verify *v)
+{
+	struct repl_volume *vol = v->vol;
+	uint64_t rsz = region_bytes(vol);
+
+	while (v->running && v->n_inflight < VERIFY_WINDOW &&
+	       (v->n_redo || v->cursor < v->regions)) {
+		uint64_t r = v->n_redo ? v->redo[v->n_redo - 1] : v->cursor;
+		uint64_t off = r * rsz;
+		uint32_t len = (uint32_t)MIN(rsz, vol->size - off);
+		bool busy = writes_overlap(vol, off, len);
+
+		for (struct vreq *q = v->inflight; q && !busy; q = q->next)
+			busy = q->io.offset == off;
+		if (busy) {
+			if (!v->timer)
+				repl__timer_add(vol->eng, VERIFY_RETRY_MS, verify_retry, v, &v->timer);
+			return;
+		}
+		if (v->n_redo)
+			v->n_redo--;
+		else
+			v->cursor++;
+		vreq_issue(v, off, len);
+	}
+	if (v->running && v->cursor >= v->regions && !v->n_redo && v->n_inflight == 0)
+		verify_finish(v);
+}
+
+int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t len)
+{
+	struct verify *v = vol->verify;
+	bool any = false;
+
+	if (v && v->running) {
+		snprintf(why, len, "a verify is already running");
+		return -EBUSY;
+	}
+	if (repair && vol->role != REPL_PRIMARY) {
+		snprintf(why, len, "--repair resyncs from the Primary: run it there");
+		return -EPERM;
+	}
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		any |= repl__peer_up(vol->peers[i]) &&
+		       vol->peers[i]->link == REPL_LINK_CONNECTED && !vol->peers[i]->suppressed;
+	if (!any) {
+		snprintf(why, len, "no peer is connected and in sync");
+		return -ENOTCONN;
+	}
+	repl__verify_free(vol);
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		return -ENOMEM;
+	v->vol = vol;
+	v->repair = repair;
+	v->running = true;
+	v->regions = meta_regions(vol->meta);
+	v->started_ms = now_mono_ms();
+	vol->verify = v;
+	plog(LOG_NOTICE, vol->name, "verify started%s", repair ? " (repair)" : "");
+	verify_pump(v);
+	return 0;
+}
+
+static struct vreq *find_vreq(struct verify *v, uint64_t seq)
+{
+	for (struct vreq *q = v ? v->inflight : NULL; q; q = q->next)
+		if (q->seq == seq)
+			return q;
+	return NULL;
+}
+
+void repl__verify_on_reply(struct peer *p, uint64_t seq, const struct wire_verify *r)
+{
+	struct verify *v = p->vol->verify;
+	struct vreq *q = find_vreq(v, seq);
+
+	if (!q || !q->asked[p->idx] || q->answered[p->idx] || r->offset != q->io.offset) {
+		repl__peer_drop(p, "verify answer for nothing asked");
+		return;
+	}
+	q->answered[p->idx] = true;
+	q->peer_crc[p->idx] = r->crc;
+	q->replies_left--;
+	vreq_complete(v, q);
+}
+
+void repl__verify_peer_down(struct peer *p)
+{
+	struct verify *v = p->vol->verify;
+	struct vreq *q, *next;
+
+	for (q = v ? v->inflight : NULL; q; q = next) {
+		next = q->next;
+		if (q->asked[p->idx] && !q->answered[p->idx]) {
+			q->asked[p->idx] = false;
+			q->replies_left--;
+			vreq_complete(v, q);
+		}
+	}
+}
+
+void repl__verify_note_write(struct repl_volume *vol, uint64_t off, uint64_t len)
+{
+	for (struct vreq *q = vol->verify ? vol->verify->inflight : NULL; q; q = q->next)
+		if (q->io.offset < off + len && off < q->io.offset + q->io.len)
+			q->touched = true;
+}
+
+void repl__verify_status(const struct repl_volume *vol, struct repl_volume_status *st)
+{
+	const struct verify *v = vol->verify;
+
+	if (!v)
+		return;
+	st->verify_running = v->running;
+	st->verify_done = v->done;
+	st->verify_total = v->regions;
+	st->verify_repair = v->repair;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		st->peers[i].verify_differing = v->n_diffs[i];
+	st->verify_n_listed = v->n_listed;
+	memcpy(st->verify_listed, v->diffs, v->n_listed * sizeof(v->diffs[0]));
+	st->verify_region_size = region_bytes(vol);
+}
+
+void repl__verify_free(struct repl_volume *vol)
+{
+	struct verify *v = vol->verify;
+	struct vreq *q, *next;
+
+	if (!v)
+		return;
+	repl__timer_del(vol->eng, &v->timer);
+	for (q = v->inflight; q; q = next) {
+		next = q->next;
+		if (q->local_done) {
+			free(q->io.buf);
+			free(q);
+		} else {
+			q->v = NULL;	/* its read is running: freed there */
+		}
+	}
+	free(v);
+	vol->verify = NULL;
+}
+
+/* ---- the peer side ---------------------------------------------------------- */
+
+struct vanswer {
+	struct repl_io io;
+	struct peer *p;
+	uint64_t conn_id, seq;
+};
+
+static void vanswer_done(struct repl_io *io)
+{
+	struct vanswer *a = (struct vanswer *)io;
+	struct wire_msg m = { .type = WIRE_VERIFY_REPLY, .seq = a->seq };
+
+	m.u.verify = (struct wire_verify){ io->offset, io->len,
+		io->result == 0 ? crc32c(0, io->buf, io->len) : 0 };
+	if (io->result < 0)
+		m.u.verify.crc = ~crc32c(0, io->buf, 0);	/* never matches a good read */
+	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
+		repl__peer_send_msg(a->p, &m);
+	free(io->buf);
+	free(a);
+}
+
+void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_t len)
+{
+	struct vanswer *a = calloc(1, sizeof(*a));
+
+	if (!a || !(a->io.buf = malloc(len))) {
+		free(a);
+		repl__peer_drop(p, "out of memory");
+		return;
+	}
+	a->p = p;
+	a->conn_id = p->conn_id;
+	a->seq = seq;
+	a->io = (struct repl_io){ .op = REPL_IO_READ, .offset = off, .len = len,
+				  .buf = a->io.buf, .done = vanswer_done };
+	repl__volume_io(p->vol, &a->io);
+}
