@@ -315,6 +315,24 @@ static void cmd_verify(struct control *c, char **args, unsigned n, struct json_w
 	role_answer(w, n == 2 ? "verify --repair" : "verify", args[0], r, why);
 }
 
+static void cmd_resolve(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct repl_volume *vol;
+	char why[256] = "";
+	int r;
+
+	if (strcmp(args[1], "--keep")) {
+		answer_error(w, "usage: resolve VOLUME --keep NODE");
+		return;
+	}
+	vol = find_volume(c, args[0], w);
+	if (!vol)
+		return;
+	r = repl_volume_resolve(vol, args[2], why, sizeof(why));
+	why[sizeof(why) - 1] = '\0';
+	role_answer(w, "resolve", args[0], r, why);
+}
+
 static void cmd_up(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	cmd_up_down(c, args, true, w);
@@ -377,6 +395,7 @@ static const struct command {
 	{ "disk-xml", 1, 2, cmd_disk_xml, "disk-xml VOLUME [TARGET-DEV]" },
 	{ "up", 1, 1, cmd_up, "up VOLUME" },
 	{ "verify", 1, 2, cmd_verify, "verify VOLUME [--repair]" },
+	{ "resolve", 3, 3, cmd_resolve, "resolve VOLUME --keep NODE" },
 	{ "down", 1, 1, cmd_down, "down VOLUME" },
 };
 

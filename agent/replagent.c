@@ -60,6 +60,9 @@ static void usage(FILE *f)
 		"  verify VOLUME [--repair]  compare every region with the peers (online);\n"
 		"                            --repair (on the Primary) resyncs what differs\n"
 		"                            (exit 1 if regions differ and were not repaired)\n"
+		"  resolve VOLUME --keep NODE  end a split brain, keeping NODE's data; run\n"
+		"                            it on both nodes (the other saves what it\n"
+		"                            wrote to BACKING.discarded-TIME first)\n"
 		"  show VOLUME               one line of key=value for scripts: role, disk,\n"
 		"                            up, frozen, peers, connected, uptodate_peers\n"
 		"  volume create NAME --size SIZE --nodes N1,N2[,N3]\n"
@@ -728,6 +731,18 @@ static int parse_global(struct cli *cli, int argc, char **argv)
 	return 0;
 }
 
+/* ---- resolve ------------------------------------------------------------------ */
+
+static int cmd_resolve(struct cli *cli, int argc, char **argv)
+{
+	char req[256];
+
+	if (argc != 3 || strcmp(argv[1], "--keep") || !word_ok(argv[0]) || !word_ok(argv[2]))
+		return usage_error("usage: resolve VOLUME --keep", "NODE");
+	snprintf(req, sizeof(req), "resolve %s --keep %s\n", argv[0], argv[2]);
+	return simple_request(cli, req, "resolve", NULL);
+}
+
 /* ---- volume create | list | delete ------------------------------------------- */
 
 static void print_volume_list(const struct json_value *ans)
@@ -812,6 +827,8 @@ int main(int argc, char **argv)
 		return ex;
 	if (!strcmp(argv[optind], "volume"))
 		return cmd_volume(&cli, argc - optind - 1, argv + optind + 1);
+	if (!strcmp(argv[optind], "resolve"))
+		return cmd_resolve(&cli, argc - optind - 1, argv + optind + 1);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(argv[optind], commands[i].name))
 			continue;

@@ -458,6 +458,29 @@ static void note_peer_view(struct peer *p, const struct wire_volume *v,
 	}
 }
 
+/* DRBD's after-sb policies, with the safe defaults: resolve only when the
+ * side that loses wrote nothing since the split. */
+static struct gen_verdict try_auto_recovery(struct peer *p, const struct wire_volume *v,
+					    const struct gen_side *local,
+					    const struct gen_side *peer, struct gen_verdict gv)
+{
+	struct sb_config cfg = SB_CONFIG_DEFAULT;
+	struct sb_side ls = { local->primary, meta_bits_count(p->vol->meta, p->idx),
+			      local->node_id };
+	struct sb_side ps = { peer->primary, v->dirty, peer->node_id };
+	struct sb_verdict sv = sb_decide(&ls, &ps, &cfg);
+	struct gen_verdict after;
+
+	if (sv.outcome == SB_STAY_STANDALONE)
+		return gv;
+	after = gen_after_split_brain(local, peer, sv.outcome);
+	if (after.decision == GEN_SPLIT_BRAIN || after.decision == GEN_REFUSE)
+		return gv;
+	plog(LOG_WARNING, p->vol->name, "split brain with %s resolved automatically: %s",
+	     p->node, sv.reason);
+	return after;
+}
+
 static void on_volume(struct peer *p, const struct wire_volume *v)
 {
 	struct repl_volume *vol = p->vol;
@@ -482,9 +505,8 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	gv = gen_decide(&local, &peer);
-	/* A replica that crashed as Primary may hold writes that were in
-	 * flight and reached no one else.  Without an activity log to say
-	 * where, only a full resync makes the replicas equal again. */
+	if (gv.decision == GEN_SPLIT_BRAIN)
+		gv = try_auto_recovery(p, v, &local, &peer, gv);
 	/* A crashed Primary that is the source carries its activity log in
 	 * its bitmaps (merged at start); one that is the target cannot tell
 	 * the source which regions it wrote alone, so it takes a full sync. */
@@ -502,7 +524,12 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	if (!p->suppressed && (gv.decision == GEN_SPLIT_BRAIN ||
 			       gv.decision == GEN_UNRELATED || gv.decision == GEN_REFUSE)) {
 		char why[sizeof(p->reason)];
-		snprintf(why, sizeof(why), "%s: %s", gen_decision_name(gv.decision), gv.reason);
+		if (gv.decision == GEN_SPLIT_BRAIN)
+			snprintf(why, sizeof(why), "split brain: resolve with \"replagent resolve "
+				 "%s --keep NODE\" on both nodes", vol->name);
+		else
+			snprintf(why, sizeof(why), "%s: %s", gen_decision_name(gv.decision),
+				 gv.reason);
 		standalone(p, gv.decision == GEN_SPLIT_BRAIN ? WIRE_BYE_SPLIT_BRAIN
 			      : WIRE_BYE_REFUSED, why);
 		return;
@@ -1298,4 +1325,16 @@ void repl__peers_set_down(struct repl_volume *vol, bool down)
 				reconnect_fire(p);
 		}
 	}
+}
+
+/* StandAlone no more: try to connect again (resolve). */
+void repl__peer_retry(struct peer *p)
+{
+	if (p->link != REPL_LINK_STANDALONE)
+		return;
+	p->link = p->initiator ? REPL_LINK_CONNECTING : REPL_LINK_DISCONNECTED;
+	p->reason[0] = '\0';
+	p->backoff_ms = 0;
+	if (p->initiator)
+		reconnect_fire(p);
 }

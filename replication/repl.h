@@ -157,6 +157,12 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t whylen);
  * here.  0, or -EBUSY (running), -EPERM, -ENOTCONN, with why. */
 int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t whylen);
 
+/* Ends a split brain: keep is the node whose data survives.  Run it on
+ * both nodes; on the other one the regions it wrote since the split are
+ * saved to BACKING.discarded-TIME first (that node must be Secondary).
+ * 0, or -errno with why. */
+int repl_volume_resolve(struct repl_volume *vol, const char *keep, char *why, size_t whylen);
+
 /* ---- cluster mode ------------------------------------------------------ */
 
 /* What the engine asks of the program embedding it (replagentd's cluster

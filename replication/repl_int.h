@@ -80,6 +80,7 @@ struct repl_volume {
 	enum repl_role role;
 	bool opened;			/* fully opened: record a clean close */
 	bool down;			/* no replication, no NBD (a stopped resource) */
+	bool resolving;			/* saving split-brain data (resolve.c) */
 	unsigned clients;
 	unsigned inflight;		/* local I/Os submitted, not yet done */
 
