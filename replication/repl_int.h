@@ -94,6 +94,7 @@ struct repl_volume {
 	unsigned outdate_timeout_ms;
 	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
 	uint64_t seq;			/* last write sequence number sent */
+	uint64_t last_guest_write_ms;	/* paces resyncs (resync.c) */
 	struct vwrite *writes;		/* Primary: in flight, newest first */
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	void *intent_timer;

@@ -320,6 +320,7 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	w->vol = vol;
 	w->io = io;
 	w->seq = ++vol->seq;
+	vol->last_guest_write_ms = now_mono_ms();
 	w->local = *io;
 	w->local.flags &= ~REPL_IO_DONE_ANY_THREAD;	/* vwrites are loop-owned */
 	w->local.done = local_done;

@@ -23,7 +23,9 @@
 #include "peer.h"
 #include "util.h"
 
-#define RS_WINDOW 16			/* regions in flight */
+#define RS_WINDOW 16			/* regions in flight while the guest is idle */
+#define RS_WINDOW_BUSY 2		/* ... and while it writes */
+#define GUEST_BUSY_MS 200		/* a guest write this recent means busy */
 #define RS_SEQ_BIT (UINT64_C(1) << 63)
 #define RS_RETRY_MS 20
 #define RATE_WINDOW_MS 2000
@@ -189,10 +191,19 @@ static void rs_pump(struct peer *p)
 	struct resync *rs = p->rs;
 	uint64_t regions = meta_regions(vol->meta);
 	bool skipped = false;
+	unsigned window;
 
 	if (!rs || rs->finished || !repl__peer_up(p))
 		return;
-	while (rs->n_inflight < RS_WINDOW) {
+	/* The guest first: while it writes, the resync keeps a small window
+	 * (its latency stays close to the no-resync one); idle, it goes as
+	 * fast as the link and the disks allow.  A timer picks up the pace
+	 * again when the guest stops. */
+	window = now_mono_ms() - vol->last_guest_write_ms < GUEST_BUSY_MS ? RS_WINDOW_BUSY
+									   : RS_WINDOW;
+	if (window == RS_WINDOW_BUSY && !rs->timer)
+		repl__timer_add(vol->eng, GUEST_BUSY_MS, rs_retry, p, &rs->timer);
+	while (rs->n_inflight < window) {
 		uint64_t r = meta_bit_next(vol->meta, p->idx, rs->cursor), off;
 		uint32_t len;
 
@@ -206,7 +217,7 @@ static void rs_pump(struct peer *p)
 		}
 		rs_issue(p, rs, off, len);
 	}
-	if (rs->n_inflight >= RS_WINDOW)
+	if (rs->n_inflight >= window)
 		return;
 	/* Reached the end: start over for what is left, or finish. */
 	rs->cursor = 0;
