@@ -454,6 +454,7 @@ static void note_peer_view(struct peer *p, const struct wire_volume *v,
 			vol->disk_state = GEN_DISK_OUTDATED;
 			plog(LOG_WARNING, vol->name, "peer %s records this replica as Outdated",
 			     p->node);
+			repl__peers_tell_state(vol);
 		}
 	}
 }
@@ -636,6 +637,7 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	if (sb.disk_state == META_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE) {
 		vol->disk_state = GEN_DISK_OUTDATED;
 		plog(LOG_WARNING, vol->name, "%s says this replica is Outdated", p->node);
+		repl__peers_tell_state(vol);
 	}
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
@@ -1337,4 +1339,12 @@ void repl__peer_retry(struct peer *p)
 	p->backoff_ms = 0;
 	if (p->initiator)
 		reconnect_fire(p);
+}
+
+/* Our role or disk changed: every connected peer hears it. */
+void repl__peers_tell_state(struct repl_volume *vol)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (repl__peer_up(vol->peers[i]))
+			send_state(vol->peers[i], NULL);
 }

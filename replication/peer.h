@@ -94,6 +94,7 @@ int repl__peer_send_volume(struct peer *p);
 void repl__peer_drop(struct peer *p, const char *why);
 int repl__peer_set_address(struct peer *p, const char *host, const char *port);
 void repl__peer_retry(struct peer *p);
+void repl__peers_tell_state(struct repl_volume *vol);
 void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side *out);
 /* Writes g back into sb: current, history and peer idx's bitmap generation. */
 void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g);

@@ -199,6 +199,7 @@ void repl_volume_mark_outdated(struct repl_volume *vol)
 	}
 	vol->disk_state = GEN_DISK_OUTDATED;
 	plog(LOG_WARNING, vol->name, "the cluster says this replica is Outdated");
+	repl__peers_tell_state(vol);
 	repl__changed(vol);
 }
 
