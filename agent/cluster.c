@@ -418,11 +418,12 @@ int cluster_open(struct evloop *loop, const struct cluster_ops *ops, void *arg,
 		free(c);
 		return r;
 	}
+	/* The callbacks may use the handle: it is the caller's first. */
+	*out = c;
 	if (ops->connection)
 		ops->connection(arg, true);
 	if (ops->quorum)
 		ops->quorum(arg, c->quorate);
-	*out = c;
 	return 0;
 }
 

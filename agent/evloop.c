@@ -1,6 +1,25 @@
-/* evloop.c: see evloop.h.  Handlers are kept in a table indexed by fd;
- * a handler removed while its event is being dispatched is not called
- * again in that round (the generation check). */
+/* evloop.c: see evloop.h.  A thin layer over libqb's qb_loop that keeps
+ * the engine's loop contract:
+ *
+ * - fds: one registration per fd, in a table indexed by fd.  qb_loop
+ *   queues ready fds as jobs before dispatching them; qb_loop_poll_del()
+ *   takes a queued job off the queue, so an fd deleted by an earlier
+ *   callback of the same round (and a new fd that reuses its number) gets
+ *   no stale callback.  The callback only sees the bits it still asked for
+ *   (plus POLLERR/POLLHUP): a job queued before an fd_mod that dropped
+ *   them is not delivered.
+ * - timers: one-shot; the handle is our own record, so timer_del of a
+ *   fired or unknown handle finds nothing and does nothing.
+ * - signals: qb_loop_signal_add() (a handler that writes to a pipe the
+ *   loop polls), with SA_RESTART added so that other threads' system calls
+ *   are not cut short by EINTR.
+ *
+ * Priority: every source is registered at QB_LOOP_HIGH.  qb_loop_run()
+ * serves at most 4 jobs per level per turn and skips the MED level one
+ * turn in three and LOW two in three, so HIGH is the only level served on
+ * every turn; with a single level, fds, timers and signals are dispatched
+ * in the order they became ready, as in a plain epoll loop.  There is no
+ * other work in the daemon that should go before or after them. */
 #include "config.h"
 
 #include <errno.h>
@@ -8,23 +27,28 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/epoll.h>
-#include <sys/signalfd.h>
-#include <unistd.h>
+
+#include <qb/qbdefs.h>
+#include <qb/qbloop.h>
 
 #include "evloop.h"
 #include "log.h"
 #include "util.h"
 
-struct handler {
+#define PRIO QB_LOOP_HIGH
+#define NSIG_MAX 65
+
+struct fdh {
+	struct evloop *l;
 	repl_fd_fn fn;
 	void *arg;
-	uint64_t gen;		/* 0 = free slot */
+	unsigned events;	/* POLLIN/POLLOUT asked for */
 };
 
 struct timer {
-	struct timer *next;
-	uint64_t when_ms;
+	struct timer *prev, *next;
+	struct evloop *l;
+	qb_loop_timer_handle qh;
 	repl_timer_fn fn;
 	void *arg;
 };
@@ -32,29 +56,18 @@ struct timer {
 struct sig {
 	evloop_signal_fn fn;
 	void *arg;
+	qb_loop_signal_handle qh;
+	struct sigaction old;	/* restored by evloop_free */
 };
 
 struct evloop {
-	int epfd;
-	struct handler *h;
-	size_t nh;
-	uint64_t next_gen;
-	struct timer *timers;	/* sorted by when_ms */
-	int sigfd;
-	sigset_t sigs;
-	struct sig sig[65];
+	qb_loop_t *qb;
+	struct fdh **fds;	/* indexed by fd */
+	size_t nfds;
+	struct timer *timers;	/* armed, not yet fired */
+	bool once;		/* in evloop_run_once: stop after a callback */
+	struct sig sig[NSIG_MAX];
 };
-
-static uint32_t to_epoll(unsigned ev)
-{
-	return ((ev & POLLIN) ? EPOLLIN : 0) | ((ev & POLLOUT) ? EPOLLOUT : 0);
-}
-
-static unsigned from_epoll(uint32_t ev)
-{
-	return ((ev & EPOLLIN) ? POLLIN : 0u) | ((ev & EPOLLOUT) ? POLLOUT : 0u) |
-	       ((ev & EPOLLERR) ? POLLERR : 0u) | ((ev & EPOLLHUP) ? POLLHUP : 0u);
-}
 
 int evloop_new(struct evloop **out)
 {
@@ -62,14 +75,10 @@ int evloop_new(struct evloop **out)
 
 	if (!l)
 		return -ENOMEM;
-	l->sigfd = -1;
-	l->next_gen = 1;
-	sigemptyset(&l->sigs);
-	l->epfd = epoll_create1(EPOLL_CLOEXEC);
-	if (l->epfd < 0) {
-		int r = -errno;
+	l->qb = qb_loop_create();
+	if (!l->qb) {
 		free(l);
-		return r;
+		return -ENOMEM;
 	}
 	*out = l;
 	return 0;
@@ -84,63 +93,151 @@ void evloop_free(struct evloop *l)
 		l->timers = t->next;
 		free(t);
 	}
-	if (l->sigfd >= 0)
-		close(l->sigfd);
-	close(l->epfd);
-	free(l->h);
+	/* Destroys the poll entries, the timers and the signal pipe. */
+	qb_loop_destroy(l->qb);
+	for (size_t fd = 0; fd < l->nfds; fd++)
+		free(l->fds[fd]);
+	free(l->fds);
+	for (int s = 1; s < NSIG_MAX; s++)
+		if (l->sig[s].fn)
+			sigaction(s, &l->sig[s].old, NULL);
 	free(l);
+}
+
+/* ---- fds ------------------------------------------------------------------ */
+
+static void after_callback(struct evloop *l)
+{
+	if (l->once)
+		qb_loop_stop(l->qb);
+}
+
+static int32_t fd_dispatch(int32_t fd, int32_t revents, void *data)
+{
+	struct fdh *h = data;
+	struct evloop *l = h->l;
+	unsigned ev = (unsigned)revents & (h->events | POLLERR | POLLHUP);
+
+	if (ev) {
+		h->fn(h->arg, fd, ev);	/* may free h */
+		after_callback(l);
+	}
+	return 0;	/* < 0 would make qb_loop drop the fd behind our back */
+}
+
+static struct fdh *fd_lookup(struct evloop *l, int fd)
+{
+	return fd >= 0 && (size_t)fd < l->nfds ? l->fds[fd] : NULL;
 }
 
 int evloop_fd_add(struct evloop *l, int fd, unsigned events, repl_fd_fn fn, void *arg)
 {
-	struct epoll_event ee = { .events = to_epoll(events), .data.fd = fd };
+	struct fdh *h;
+	int r;
 
 	if (fd < 0)
 		return -EBADF;
-	if ((size_t)fd >= l->nh) {
-		size_t n = MAX((size_t)fd + 1, l->nh * 2);
-		struct handler *h = realloc(l->h, n * sizeof(*h));
-		if (!h)
+	if ((size_t)fd >= l->nfds) {
+		size_t n = MAX((size_t)fd + 1, l->nfds * 2);
+		struct fdh **t = realloc(l->fds, n * sizeof(*t));
+		if (!t)
 			return -ENOMEM;
-		memset(h + l->nh, 0, (n - l->nh) * sizeof(*h));
-		l->h = h;
-		l->nh = n;
+		memset(t + l->nfds, 0, (n - l->nfds) * sizeof(*t));
+		l->fds = t;
+		l->nfds = n;
 	}
-	if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ee) < 0)
-		return -errno;
-	l->h[fd] = (struct handler){ fn, arg, l->next_gen++ };
+	/* A registration left over from an fd closed without evloop_fd_del:
+	 * qb_loop would keep both entries and match the stale one by number. */
+	if (l->fds[fd])
+		evloop_fd_del(l, fd);
+	h = malloc(sizeof(*h));
+	if (!h)
+		return -ENOMEM;
+	*h = (struct fdh){ l, fn, arg, events & (POLLIN | POLLOUT) };
+	r = qb_loop_poll_add(l->qb, PRIO, fd, (int32_t)h->events, h, fd_dispatch);
+	if (r < 0) {
+		free(h);
+		return r;
+	}
+	l->fds[fd] = h;
 	return 0;
 }
 
 int evloop_fd_mod(struct evloop *l, int fd, unsigned events)
 {
-	struct epoll_event ee = { .events = to_epoll(events), .data.fd = fd };
+	struct fdh *h = fd_lookup(l, fd);
+	int r;
 
-	return epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ee) < 0 ? -errno : 0;
+	if (!h)
+		return -ENOENT;
+	events &= POLLIN | POLLOUT;
+	if (events == h->events)
+		return 0;
+	r = qb_loop_poll_mod(l->qb, PRIO, fd, (int32_t)events, h, fd_dispatch);
+	if (r == 0)
+		h->events = events;
+	return r;
 }
 
 void evloop_fd_del(struct evloop *l, int fd)
 {
-	if (fd < 0 || (size_t)fd >= l->nh || !l->h[fd].gen)
+	struct fdh *h = fd_lookup(l, fd);
+
+	if (!h)
 		return;
-	epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
-	l->h[fd].gen = 0;
+	/* Also dequeues an event already collected for this fd. */
+	qb_loop_poll_del(l->qb, fd);
+	l->fds[fd] = NULL;
+	free(h);
+}
+
+/* ---- timers --------------------------------------------------------------- */
+
+static void timer_unlink(struct evloop *l, struct timer *t)
+{
+	if (t->prev)
+		t->prev->next = t->next;
+	else
+		l->timers = t->next;
+	if (t->next)
+		t->next->prev = t->prev;
+}
+
+static void timer_dispatch(void *data)
+{
+	struct timer *t = data;
+	struct evloop *l = t->l;
+
+	/* Unlinked first: a timer_del of this handle from its own callback
+	 * finds nothing. */
+	timer_unlink(l, t);
+	t->fn(t->arg);
+	free(t);
+	after_callback(l);
 }
 
 int evloop_timer_add(struct evloop *l, uint64_t after_ms, repl_timer_fn fn, void *arg,
 		     void **handle)
 {
-	struct timer *t = calloc(1, sizeof(*t)), **pp;
+	struct timer *t = calloc(1, sizeof(*t));
+	uint64_t ns = after_ms > UINT64_MAX / QB_TIME_NS_IN_MSEC ?
+		UINT64_MAX / 2 : after_ms * QB_TIME_NS_IN_MSEC;
+	int r;
 
 	if (!t)
 		return -ENOMEM;
-	t->when_ms = now_mono_ms() + after_ms;
+	t->l = l;
 	t->fn = fn;
 	t->arg = arg;
-	for (pp = &l->timers; *pp && (*pp)->when_ms <= t->when_ms; pp = &(*pp)->next)
-		;
-	t->next = *pp;
-	*pp = t;
+	r = qb_loop_timer_add(l->qb, PRIO, ns, t, timer_dispatch, &t->qh);
+	if (r < 0) {
+		free(t);
+		return r;
+	}
+	t->next = l->timers;
+	if (t->next)
+		t->next->prev = t;
+	l->timers = t;
 	if (handle)
 		*handle = t;
 	return 0;
@@ -148,95 +245,124 @@ int evloop_timer_add(struct evloop *l, uint64_t after_ms, repl_timer_fn fn, void
 
 void evloop_timer_del(struct evloop *l, void *handle)
 {
-	for (struct timer **pp = &l->timers; *pp; pp = &(*pp)->next) {
-		if (*pp == handle) {
-			struct timer *t = *pp;
-			*pp = t->next;
+	/* Only a handle still on the list is touched: a fired or unknown
+	 * handle is never dereferenced. */
+	for (struct timer *t = l->timers; t; t = t->next) {
+		if (t == handle) {
+			qb_loop_timer_del(l->qb, t->qh);
+			timer_unlink(l, t);
 			free(t);
 			return;
 		}
 	}
 }
 
-static void signal_dispatch(void *arg, int fd, unsigned revents)
-{
-	struct evloop *l = arg;
-	struct signalfd_siginfo si;
+/* ---- signals -------------------------------------------------------------- */
 
-	while (read(fd, &si, sizeof(si)) == (ssize_t)sizeof(si))
-		if (si.ssi_signo < ARRAY_SIZE(l->sig) && l->sig[si.ssi_signo].fn)
-			l->sig[si.ssi_signo].fn(l->sig[si.ssi_signo].arg, (int)si.ssi_signo);
+static int32_t signal_dispatch(int32_t signo, void *data)
+{
+	struct evloop *l = data;
+
+	if (signo > 0 && signo < NSIG_MAX && l->sig[signo].fn)
+		l->sig[signo].fn(l->sig[signo].arg, signo);
+	after_callback(l);
+	return 0;	/* != 0 would unregister the signal */
+}
+
+/* qb_loop installs its handler without SA_RESTART, and does so again for
+ * every signal each time one is added. */
+static void signals_restart(struct evloop *l)
+{
+	struct sigaction sa;
+
+	for (int s = 1; s < NSIG_MAX; s++) {
+		if (!l->sig[s].fn || sigaction(s, NULL, &sa) < 0 || (sa.sa_flags & SA_RESTART))
+			continue;
+		sa.sa_flags |= SA_RESTART;
+		sigaction(s, &sa, NULL);
+	}
 }
 
 int evloop_signal_add(struct evloop *l, int signo, evloop_signal_fn fn, void *arg)
 {
-	int fd, r;
+	sigset_t set;
+	int r;
 
-	if (signo <= 0 || (size_t)signo >= ARRAY_SIZE(l->sig))
+	if (signo <= 0 || signo >= NSIG_MAX || !fn)
 		return -EINVAL;
-	sigaddset(&l->sigs, signo);
-	if (sigprocmask(SIG_BLOCK, &l->sigs, NULL) < 0)
-		return -errno;
-	fd = signalfd(l->sigfd, &l->sigs, SFD_NONBLOCK | SFD_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	if (l->sigfd < 0) {
-		r = evloop_fd_add(l, fd, POLLIN, signal_dispatch, l);
-		if (r < 0) {
-			close(fd);
-			return r;
-		}
-		l->sigfd = fd;
+	if (l->sig[signo].fn) {
+		l->sig[signo].fn = fn;
+		l->sig[signo].arg = arg;
+		return 0;
 	}
-	l->sig[signo] = (struct sig){ fn, arg };
+	if (sigaction(signo, NULL, &l->sig[signo].old) < 0)
+		return -errno;
+	r = qb_loop_signal_add(l->qb, PRIO, signo, l, signal_dispatch, &l->sig[signo].qh);
+	if (r < 0)
+		return r;
+	l->sig[signo].fn = fn;
+	l->sig[signo].arg = arg;
+	signals_restart(l);
+	/* Delivered in whichever thread does not block it: make sure this one
+	 * (and the threads it starts later) does not. */
+	sigemptyset(&set);
+	sigaddset(&set, signo);
+	pthread_sigmask(SIG_UNBLOCK, &set, NULL);
 	return 0;
 }
 
-static int next_timeout(struct evloop *l, int timeout_ms)
-{
-	uint64_t now;
-	int t;
+/* ---- running -------------------------------------------------------------- */
 
-	if (!l->timers)
-		return timeout_ms;
-	now = now_mono_ms();
-	t = l->timers->when_ms <= now ? 0 : (int)MIN(l->timers->when_ms - now, (uint64_t)INT32_MAX);
-	return timeout_ms < 0 ? t : MIN(t, timeout_ms);
+int evloop_run(struct evloop *l)
+{
+	l->once = false;
+	qb_loop_run(l->qb);
+	return 0;
 }
 
-static void run_timers(struct evloop *l)
+void evloop_stop(struct evloop *l)
 {
-	uint64_t now = now_mono_ms();
+	qb_loop_stop(l->qb);
+}
 
-	while (l->timers && l->timers->when_ms <= now) {
-		struct timer *t = l->timers;
-		l->timers = t->next;
-		t->fn(t->arg);
-		free(t);
-	}
+static void once_limit(void *data)
+{
+	struct evloop *l = data;
+
+	qb_loop_stop(l->qb);
+}
+
+static void once_kick(void *data)
+{
 }
 
 int evloop_run_once(struct evloop *l, int timeout_ms)
 {
-	struct epoll_event ev[64];
-	uint64_t gens[64];
-	int n;
+	qb_loop_timer_handle kick = 0, limit = 0;
+	int r;
 
-	n = epoll_wait(l->epfd, ev, 64, next_timeout(l, timeout_ms));
-	if (n < 0)
-		return errno == EINTR ? 0 : -errno;
-	for (int i = 0; i < n; i++)
-		gens[i] = l->h[ev[i].data.fd].gen;
-	for (int i = 0; i < n; i++) {
-		int fd = ev[i].data.fd;
-		struct handler *h = &l->h[fd];
-		/* Skip handlers removed (or replaced) earlier in this round. */
-		if (h->gen && h->gen == gens[i])
-			h->fn(h->arg, fd, from_epoll(ev[i].events));
+	/* A timer that is already due makes qb_loop_run's first poll not
+	 * block, so that callbacks still queued when the previous call
+	 * stopped run first. */
+	r = qb_loop_timer_add(l->qb, PRIO, 0, l, once_kick, &kick);
+	if (r == 0 && timeout_ms >= 0)
+		r = qb_loop_timer_add(l->qb, PRIO, (uint64_t)timeout_ms * QB_TIME_NS_IN_MSEC,
+				      l, once_limit, &limit);
+	if (r < 0) {
+		qb_loop_timer_del(l->qb, kick);
+		return r;
 	}
-	run_timers(l);
+	l->once = true;
+	qb_loop_run(l->qb);
+	l->once = false;
+	/* Harmless for timers that fired. */
+	qb_loop_timer_del(l->qb, kick);
+	if (limit)
+		qb_loop_timer_del(l->qb, limit);
 	return 0;
 }
+
+/* ---- the engine's view ---------------------------------------------------- */
 
 static int op_fd_add(void *l, int fd, unsigned ev, repl_fd_fn fn, void *arg)
 {

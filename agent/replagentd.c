@@ -23,12 +23,14 @@
 #include "control.h"
 #include "evloop.h"
 #include "log.h"
+#include "qblog.h"
 #include "repl.h"
 #include "util.h"
 #include "wire.h"
 
 #define DEFAULT_CONFIG "/etc/replagent/replagent.conf"
 #define STOP_GRACE_MS 10000
+#define STOP_CHECK_MS 20
 
 struct daemon {
 	const char *config_path;
@@ -189,6 +191,17 @@ static void pidfile_release(struct daemon *d)
 	d->pidfd = -1;
 }
 
+/* While stopping: leaves the loop once the engine has stopped or the grace
+ * period is over, else looks again in STOP_CHECK_MS. */
+static void stop_check(void *arg)
+{
+	struct daemon *d = arg;
+
+	if (repl_engine_stopped(d->eng) || now_mono_ms() >= d->stop_deadline ||
+	    evloop_timer_add(d->loop, STOP_CHECK_MS, stop_check, d, NULL) < 0)
+		evloop_stop(d->loop);
+}
+
 static void on_stop_signal(void *arg, int signo)
 {
 	struct daemon *d = arg;
@@ -196,12 +209,14 @@ static void on_stop_signal(void *arg, int signo)
 	if (d->stop) {
 		log_notice("second signal %d: stopping now", signo);
 		d->stop_deadline = 0;
+		evloop_stop(d->loop);
 		return;
 	}
 	log_notice("signal %d: stopping", signo);
 	d->stop = true;
 	d->stop_deadline = now_mono_ms() + STOP_GRACE_MS;
 	repl_engine_stop(d->eng);
+	stop_check(d);
 }
 
 static void on_hup(void *arg, int signo)
@@ -385,32 +400,24 @@ static int daemonize(struct daemon *d)
 	return 0;
 }
 
+/* Runs until a stop signal's stop_check() ends the loop. */
 static int run(struct daemon *d)
 {
-	int r;
+	int r = evloop_run(d->loop);
 
-	for (;;) {
-		if (d->stop && (repl_engine_stopped(d->eng) || now_mono_ms() >= d->stop_deadline))
-			break;
-		r = evloop_run_once(d->loop, d->stop ? 100 : -1);
-		if (r < 0) {
-			log_err_errno(-r, "main loop");
-			return EX_OSERR;
-		}
+	if (r < 0) {
+		log_err_errno(-r, "main loop");
+		return EX_OSERR;
 	}
 	if (!repl_engine_stopped(d->eng))
 		log_warn("clients did not finish within %d ms: closing them", STOP_GRACE_MS);
 	return 0;
 }
 
-static void syslog_sink(int level, const char *msg, void *data)
-{
-	syslog(level, "%s", msg);
-}
-
 int main(int argc, char **argv)
 {
 	struct daemon d = { .pidfd = -1 };
+	char blackbox[4096];
 	int ex;
 
 	rlog_set_ident("replagentd");
@@ -424,11 +431,10 @@ int main(int argc, char **argv)
 	}
 	if (ex)
 		goto out;
-	rlog_set_level(d.debug ? LOG_DEBUG : d.cfg->log_level);
-	if (!d.foreground) {
-		openlog("replagentd", LOG_PID, LOG_DAEMON);
-		rlog_set_sink(syslog_sink, NULL);
-	}
+	/* syslog, stderr in the foreground, and a blackbox that a fatal signal
+	 * writes to the state directory (read it with qb-blackbox). */
+	snprintf(blackbox, sizeof(blackbox), "%s/replagentd.blackbox", d.cfg->state_dir);
+	qblog_init("replagentd", d.foreground, d.debug ? LOG_DEBUG : d.cfg->log_level, blackbox);
 	ex = daemonize(&d);
 	if (!ex)
 		ex = pidfile_take(&d);
@@ -456,5 +462,6 @@ out:
 		log_notice("stopped");
 	cfg_free(d.cfg);
 	memset(d.key, 0, sizeof(d.key));
+	qblog_fini();
 	return ex;
 }
