@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "cluster.h"
 #include "clmsg.h"
@@ -236,6 +237,23 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	log_notice("cluster: volume %s attached (%s)", d->name, backing);
 }
 
+/* A deleted volume's files are renamed, not removed: the data stays for a
+ * person to look at, and the name is free for a new volume. */
+static void set_aside(struct clusterd *cd, const char *name)
+{
+	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
+	char from[4096], to[4200];
+	long long now = (long long)time(NULL);
+
+	snprintf(from, sizeof(from), "%s/%s.img", dir, name);
+	snprintf(to, sizeof(to), "%s.deleted-%lld", from, now);
+	if (rename(from, to) == 0)
+		log_notice("cluster: volume %s deleted: its data is kept in %s", name, to);
+	snprintf(from, sizeof(from), "%s/%s.meta", cd->cfg->state_dir, name);
+	snprintf(to, sizeof(to), "%s.deleted-%lld", from, now);
+	rename(from, to);
+}
+
 static void apply_def(struct clusterd *cd, const struct voldef *d)
 {
 	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
@@ -245,6 +263,8 @@ static void apply_def(struct clusterd *cd, const struct voldef *d)
 		if (vol && repl_volume_remove(vol) < 0)
 			log_warn("cluster: volume %s is deleted but Primary or in use here: "
 				 "it goes when demoted and unused", d->name);
+		else if (vol)
+			set_aside(cd, d->name);
 		return;
 	}
 	if (vol)
