@@ -263,8 +263,8 @@ static void apply_def(struct clusterd *cd, const struct voldef *d)
 		if (vol && repl_volume_remove(vol) < 0)
 			log_warn("cluster: volume %s is deleted but Primary or in use here: "
 				 "it goes when demoted and unused", d->name);
-		else if (vol)
-			set_aside(cd, d->name);
+		else if (d->deleted)
+			set_aside(cd, d->name);	/* also if we were down at the delete */
 		return;
 	}
 	if (vol)
