@@ -194,8 +194,8 @@ static void test_roundtrip(void)
 	CHECK(meta_bits_count(m, 0) == 0 && meta_bits_count(m, 1) == 0);
 	CHECK(!meta_bitmap_needs_flush(m));
 	CHECK(dir_entries() == 1);	/* no temp file left behind */
-	/* 2 slots + 2 bitmaps of one page each (11 bits). */
-	CHECK(file_size() == 8192 + 2 * 4096);
+	/* 2 slots + 3 bitmaps (2 peers, the write intent) of one page each. */
+	CHECK(file_size() == 8192 + META_BITMAPS * 4096);
 	meta_close(m);
 
 	m = NULL;
@@ -372,7 +372,7 @@ static void test_both_corrupt(void)
 	corrupt(0, META_SLOT_SIZE);
 	corrupt(META_SLOT_SIZE, META_SLOT_SIZE);
 	CHECK(open_expect_fail() == -EUCLEAN);
-	CHECK(file_size() == 16384);	/* not reinitialised */
+	CHECK(file_size() == 8192 + META_BITMAPS * 4096);	/* not reinitialised */
 }
 
 static void test_truncated(void)
@@ -439,7 +439,7 @@ static void test_bad_fields(void)
 	CHECK(open_expect_fail() == -EUCLEAN);
 
 	/* A newer format version is reported as such, not as garbage. */
-	v = htole32(2);
+	v = htole32(3);
 	patch_slot(0, 8, &v, 4);
 	patch_slot(1, 8, &v, 4);
 	CHECK(open_expect_fail() == -EPROTONOSUPPORT);
@@ -495,11 +495,11 @@ static void test_bitmap_edges(void)
 	CHECK(meta_bit_next(m, 0, 10) == 11);
 
 	/* Bad peer indices are inert. */
-	CHECK(meta_bits_set_range(m, META_MAX_PEERS, 0, R) == 0);
-	CHECK(!meta_bit_test(m, META_MAX_PEERS, 0));
-	CHECK(meta_bits_count(m, META_MAX_PEERS) == 0);
-	CHECK(meta_bit_next(m, META_MAX_PEERS, 0) == 11);
-	meta_bits_set_all(m, META_MAX_PEERS);
+	CHECK(meta_bits_set_range(m, META_BITMAPS, 0, R) == 0);
+	CHECK(!meta_bit_test(m, META_BITMAPS, 0));
+	CHECK(meta_bits_count(m, META_BITMAPS) == 0);
+	CHECK(meta_bit_next(m, META_BITMAPS, 0) == 11);
+	meta_bits_set_all(m, META_BITMAPS);
 
 	meta_bits_set_all(m, 1);
 	CHECK(meta_bits_count(m, 1) == 11 && meta_bit_next(m, 1, 10) == 10);
@@ -540,7 +540,7 @@ static void test_bitmap_pages(void)
 	if (!m)
 		return;
 	CHECK(meta_regions(m) == 70000);
-	CHECK(file_size() == 8192 + 2 * 12288);
+	CHECK(file_size() == 8192 + META_BITMAPS * 12288);
 	CHECK(meta_bits_set_range(m, 0, 0, 1) == 1);
 	CHECK(meta_bits_set_range(m, 0, 63 * 4096 + 100, 4096) == 2);	/* word edge */
 	CHECK(meta_bits_set_range(m, 0, 32767 * 4096, 8192) == 2);	/* page edge */
