@@ -154,6 +154,16 @@ static size_t nodeids(const struct cpg_address *a, size_t n, uint32_t *out)
 	return n;
 }
 
+static void set_quorate(struct cluster *c, bool quorate);
+
+static void refresh_quorum(struct cluster *c)
+{
+	uint32_t quorate = 0;
+
+	if (c->quorum && quorum_getquorate(c->quorum, (int *)&quorate) == CS_OK)
+		set_quorate(c, quorate != 0);
+}
+
 static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 		       const struct cpg_address *members, size_t n,
 		       const struct cpg_address *left, size_t nl,
@@ -170,6 +180,9 @@ static void on_confchg(cpg_handle_t h, const struct cpg_name *group,
 	log_info("group %s: %zu members, %zu joined, %zu left", CLUSTER_GROUP, n, nj, nl);
 	if (c->ops->membership)
 		c->ops->membership(c->arg, m, n, j, nj, l, nl);
+	/* The quorum notification of this change may come later: ask now, so
+	 * that nobody acts on the quorum of the configuration before. */
+	refresh_quorum(c);
 }
 
 static void set_quorate(struct cluster *c, bool quorate)

@@ -60,7 +60,13 @@ struct clusterd {
 	uint32_t nodeid;
 	char addr[CLMSG_ADDR_MAX];
 	bool ready;			/* connected, node name known */
-	bool quorate;
+	bool quorate;			/* corosync's word */
+	bool synced;			/* every member sent its state since the
+					 * last membership change */
+	bool effective;			/* what the volumes were told */
+	bool lost_quorum;		/* since the last check for a rival Primary */
+	uint32_t sync_wait[MAX_NODES];	/* members whose SYNC_DONE is due */
+	size_t n_sync_wait;
 	uint32_t members[MAX_NODES];
 	size_t n_members;
 	struct known_node nodes[MAX_NODES];
@@ -143,9 +149,9 @@ static void send_state(struct clusterd *cd)
 	}
 	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
 		send_role(cd, v);
-	if (cd->quorate)
-		for (struct pending_outdate *po = cd->pending; po; po = po->next)
-			send_outdate(cd, po);
+	m.type = CLMSG_SYNC_DONE;
+	m.u.sync_done.nodeid = cd->nodeid;
+	send_msg(cd, &m);
 }
 
 /* ---- nodes and primaries -------------------------------------------------------- */
@@ -166,10 +172,22 @@ static bool is_member(const struct clusterd *cd, uint32_t nodeid)
 	return false;
 }
 
+/* Another member that says it is Primary of volume (not this node). */
 static struct primary_rec *primary_of(struct clusterd *cd, const char *volume)
 {
 	for (size_t i = 0; i < cd->n_primaries; i++)
-		if (strcmp(cd->primaries[i].volume, volume) == 0)
+		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
+		    cd->primaries[i].nodeid != cd->nodeid)
+			return &cd->primaries[i];
+	return NULL;
+}
+
+static struct primary_rec *primary_rec(struct clusterd *cd, const char *volume,
+				       const char *node)
+{
+	for (size_t i = 0; i < cd->n_primaries; i++)
+		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
+		    strcmp(cd->primaries[i].node, node) == 0)
 			return &cd->primaries[i];
 	return NULL;
 }
@@ -177,10 +195,10 @@ static struct primary_rec *primary_of(struct clusterd *cd, const char *volume)
 static void set_primary(struct clusterd *cd, const char *volume, const char *node,
 			uint32_t nodeid, bool primary)
 {
-	struct primary_rec *pr = primary_of(cd, volume);
+	struct primary_rec *pr = primary_rec(cd, volume, node);
 
 	if (!primary) {
-		if (pr && strcmp(pr->node, node) == 0)
+		if (pr)
 			*pr = cd->primaries[--cd->n_primaries];
 		return;
 	}
@@ -233,7 +251,7 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 		log_err_errno(-r, "cluster: cannot attach volume %s", d->name);
 		return;
 	}
-	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->quorate);
+	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
 	log_notice("cluster: volume %s attached (%s)", d->name, backing);
 }
 
@@ -293,6 +311,9 @@ static void apply_addresses(struct clusterd *cd, const struct known_node *kn)
 
 /* ---- delivery ------------------------------------------------------------------- */
 
+static void apply_quorum(struct clusterd *cd);
+static void on_sync_done(struct clusterd *cd, uint32_t nodeid);
+
 static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 {
 	struct known_node *kn = node_by_name(cd, a->node);
@@ -336,7 +357,7 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 		repl_volume_mark_outdated(vol);
 	else if (vol)
 		repl_volume_peer_outdated(vol, o->node);
-	if (from != cd->nodeid || !cd->quorate)
+	if (from != cd->nodeid || !cd->effective)
 		return;
 	/* Our own record came back through a quorate group: every member of
 	 * this configuration has it. */
@@ -372,6 +393,7 @@ static void deliver(void *arg, uint32_t nodeid, const void *msg, size_t len)
 	case CLMSG_VOLDEF: on_voldef(cd, &m.u.voldef); break;
 	case CLMSG_OUTDATE: on_outdate(cd, nodeid, &m.u.outdate); break;
 	case CLMSG_ROLE: on_role(cd, nodeid, &m.u.role); break;
+	case CLMSG_SYNC_DONE: on_sync_done(cd, m.u.sync_done.nodeid); break;
 	default: break;
 	}
 }
@@ -392,20 +414,66 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 		else
 			i++;
 	log_info("cluster: %zu member(s), %zu joined, %zu left", n, nj, nl);
+	memcpy(cd->sync_wait, cd->members, cd->n_members * sizeof(*members));
+	cd->n_sync_wait = cd->n_members;
+	cd->synced = false;
+	apply_quorum(cd);
 	if (cd->ready)
 		send_state(cd);
+}
+
+static void drop_pending(struct clusterd *cd, const char *volume)
+{
+	struct pending_outdate **pp = &cd->pending, *po;
+
+	while ((po = *pp)) {
+		if (strcmp(po->volume, volume) == 0) {
+			*pp = po->next;
+			free(po);
+		} else {
+			pp = &po->next;
+		}
+	}
 }
 
 /* Back in a quorate partition: if someone else became Primary of a volume
  * we were Primary of, we lost; step down. */
 static void check_lost_primaries(struct clusterd *cd)
 {
+	/* Only a node that was without quorum can have been overtaken; the
+	 * node promoted in the quorate partition keeps its role. */
+	if (!cd->lost_quorum)
+		return;
+	cd->lost_quorum = false;
 	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
 		struct primary_rec *pr = primary_of(cd, repl_volume_name(v));
 		if (repl_volume_role(v) == REPL_PRIMARY && pr && pr->nodeid != cd->nodeid &&
-		    is_member(cd, pr->nodeid))
+		    is_member(cd, pr->nodeid)) {
+			drop_pending(cd, repl_volume_name(v));
 			repl_volume_step_down(v);
+		}
 	}
+}
+
+/* The volumes run as quorate only when corosync says so and every member
+ * has told its state since the last membership change: a Primary coming
+ * back from a minority must first hear that another was promoted. */
+static void apply_quorum(struct clusterd *cd)
+{
+	bool effective = cd->quorate && cd->synced;
+
+	if (effective == cd->effective)
+		return;
+	cd->effective = effective;
+	if (effective)
+		check_lost_primaries(cd);
+	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
+		repl_volume_set_quorate(v, effective);
+	/* Outdate records wait for a quorate, synced group (and die with a
+	 * step down: that node's peers were right to go on without it). */
+	if (effective)
+		for (struct pending_outdate *po = cd->pending; po; po = po->next)
+			send_outdate(cd, po);
 }
 
 static void quorum(void *arg, bool quorate)
@@ -415,13 +483,26 @@ static void quorum(void *arg, bool quorate)
 	if (cd->quorate == quorate)
 		return;
 	cd->quorate = quorate;
+	if (!quorate)
+		cd->lost_quorum = true;
 	log_notice("cluster: partition is %s", quorate ? "quorate" : "NOT quorate");
-	if (quorate)
-		check_lost_primaries(cd);
-	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
-		repl_volume_set_quorate(v, quorate);
+	apply_quorum(cd);
 	if (quorate && cd->ready)
 		send_state(cd);
+}
+
+static void on_sync_done(struct clusterd *cd, uint32_t nodeid)
+{
+	for (size_t i = 0; i < cd->n_sync_wait; i++)
+		if (cd->sync_wait[i] == nodeid) {
+			cd->sync_wait[i] = cd->sync_wait[--cd->n_sync_wait];
+			break;
+		}
+	if (cd->n_sync_wait == 0 && !cd->synced) {
+		cd->synced = true;
+		log_info("cluster: state exchanged with every member");
+		apply_quorum(cd);
+	}
 }
 
 static int learn_identity(struct clusterd *cd)
@@ -485,7 +566,7 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 	po->token = token;
 	po->next = cd->pending;
 	cd->pending = po;
-	if (cd->ready && cd->quorate)
+	if (cd->ready && cd->effective)
 		send_outdate(cd, po);
 	return 0;
 }
@@ -509,6 +590,10 @@ static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *w
 	if (!cd->quorate) {
 		snprintf(why, len, "this node's partition has no quorum");
 		return -EPERM;
+	}
+	if (!cd->synced) {
+		snprintf(why, len, "the members are still exchanging their state: try again");
+		return -EAGAIN;
 	}
 	if (pr && pr->nodeid != cd->nodeid && is_member(cd, pr->nodeid)) {
 		snprintf(why, len, "%s is Primary: demote it first", pr->node);
@@ -609,6 +694,7 @@ static void cmd_list(struct clusterd *cd, struct json_writer *jw)
 	for (size_t i = 0; i < voldb_count(cd->db); i++) {
 		const struct voldef *d = voldb_at(cd->db, i);
 		struct primary_rec *pr = primary_of(cd, d->name);
+		struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
 		if (d->deleted)
 			continue;
 		json_obj_begin(jw);
@@ -620,7 +706,8 @@ static void cmd_list(struct clusterd *cd, struct json_writer *jw)
 		for (unsigned k = 0; k < d->n_nodes; k++)
 			json_str(jw, d->nodes[k]);
 		json_arr_end(jw);
-		json_kv_str(jw, "primary", pr ? pr->node : "");
+		json_kv_str(jw, "primary", vol && repl_volume_role(vol) == REPL_PRIMARY ?
+			    cd->cfg->node : pr ? pr->node : "");
 		json_obj_end(jw);
 	}
 	json_arr_end(jw);

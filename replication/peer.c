@@ -358,9 +358,26 @@ int repl__peer_send_volume(struct peer *p)
 #define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
 
 /* Ends the connection; StandAlone peers are not retried. */
+/* Our Primary is gone: what we applied lately must be made to agree with
+ * the next Primary (recent.c), at once if another is already connected. */
+static void primary_lost(struct repl_volume *vol, struct peer *gone)
+{
+	vol->lost_primary = true;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *o = vol->peers[i];
+		if (o != gone && repl__peer_up(o) && o->peer_role == REPL_PRIMARY) {
+			vol->lost_primary = false;
+			repl__recent_ask(o);
+			return;
+		}
+	}
+}
+
 static void peer_down(struct peer *p, const char *why, bool standalone)
 {
 	bool was_up = p->conn == PC_UP;
+	bool was_primary = was_up && p->peer_role == REPL_PRIMARY &&
+			   p->vol->role != REPL_PRIMARY;
 
 	if (p->l) {
 		p->l->p = NULL;
@@ -378,6 +395,8 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 		     p->node, why, standalone ? " (StandAlone: not retrying)" : "");
 	}
 	p->link = standalone ? REPL_LINK_STANDALONE : REPL_LINK_DISCONNECTED;
+	if (was_primary)
+		primary_lost(p->vol, p);
 	if (!standalone && !p->vol->eng->stopping && !p->vol->down)
 		schedule_reconnect(p);
 	if (was_up)
@@ -600,6 +619,18 @@ static void on_range(struct peer *p, const struct wire_msg *m)
 				r->offset, (uint32_t)r->len, NULL, NULL);
 }
 
+/* A Secondary asks for regions it may hold alone (recent.c): they join its
+ * bitmap here and a resync from this Primary follows. */
+static void on_rs_request(struct peer *p, const struct wire_range *r)
+{
+	if (p->vol->role != REPL_PRIMARY || !range_ok(p->vol, r->offset, r->len)) {
+		repl__peer_drop(p, "resync request to a Secondary, or outside the volume");
+		return;
+	}
+	meta_bits_set_range(p->vol->meta, p->idx, r->offset, r->len);
+	repl__rs_more(p);
+}
+
 static struct peer *peer_by_id(struct repl_volume *vol, uint32_t id)
 {
 	for (unsigned i = 0; i < vol->n_peers; i++)
@@ -614,8 +645,19 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	struct meta_super sb = *meta_get(vol->meta);
 	struct peer *o = NULL;
 
+	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
+	    vol->role != REPL_PRIMARY && vol->lost_primary) {
+		vol->lost_primary = false;
+		repl__recent_ask(p);	/* after this STATE is handled: see below */
+	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
+	/* Two Secondaries that differed are equal now (one resynced). */
+	if (p->suppressed && s->disk == GEN_DISK_UPTODATE && vol->disk_state == GEN_DISK_UPTODATE &&
+	    s->current == sb.gen_current) {
+		p->suppressed = false;
+		p->reason[0] = '\0';
+	}
 	/* A Primary we are in sync with moved its generation: follow it. */
 	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
@@ -684,9 +726,14 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		break;
 	case WIRE_PING: {
 		struct wire_msg pong = { .type = WIRE_PING_ACK };
+		if (m->seq && p->peer_role == REPL_PRIMARY)
+			repl__recent_peer_ack(p->vol, m->seq);
 		send_msg(p, &pong);
 		break;
 	}
+	case WIRE_RS_REQUEST:
+		on_rs_request(p, &m->u.range);
+		break;
 	case WIRE_PING_ACK:
 		break;
 	case WIRE_VERIFY_REQ:

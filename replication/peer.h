@@ -119,6 +119,7 @@ void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
 /* resync.c */
 void repl__rs_start_source(struct peer *p, bool full);
 void repl__rs_start_target(struct peer *p);
+void repl__rs_more(struct peer *p);
 void repl__rs_stop(struct peer *p);
 void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
 /* Target: a resync block (data NULL: zeroes). */
@@ -128,6 +129,13 @@ void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t le
 void repl__rs_on_done(struct peer *p, const struct wire_volume *v);
 void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len);
 void repl__rs_status(const struct peer *p, struct repl_peer_status *st);
+
+/* recent.c */
+void repl__recent_note(struct repl_volume *vol, uint64_t seq, uint64_t off, uint64_t len);
+void repl__recent_peer_ack(struct repl_volume *vol, uint64_t seq);
+void repl__recent_after_promotion(struct repl_volume *vol);
+void repl__recent_ask(struct peer *new_primary);
+void repl__recent_free(struct repl_volume *vol);
 
 /* verify.c */
 void repl__verify_on_reply(struct peer *p, uint64_t seq, const struct wire_verify *r);

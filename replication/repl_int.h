@@ -66,6 +66,7 @@ struct sapply;
 struct meta_flush_job;
 struct vol_listener;
 struct verify;
+struct recent;
 
 struct repl_volume {
 	struct repl_engine *eng;
@@ -99,6 +100,8 @@ struct repl_volume {
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	void *intent_timer;
 	struct verify *verify;		/* the running or last online verify */
+	struct recent *recent;		/* Secondary: regions applied lately */
+	bool lost_primary;		/* Secondary: its Primary went away */
 	struct sapply *applying;	/* Secondary: peer writes in flight */
 	struct sapply *apply_wait_head, *apply_wait_tail;
 	/* bitmap flushes run one at a time; writes wait for the one that

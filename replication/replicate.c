@@ -344,6 +344,21 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	rep_start(vol, w);
 }
 
+/* Tells the Secondaries which writes are everywhere (below the oldest
+ * in flight), so that they can forget them (recent.c). */
+static void peer_ack(struct repl_volume *vol)
+{
+	struct wire_msg m = { .type = WIRE_PING, .seq = vol->seq + 1 };
+
+	if (vol->role != REPL_PRIMARY)
+		return;
+	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
+		m.seq = MIN(m.seq, w->seq);
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (repl__peer_up(vol->peers[i]))
+			repl__peer_send_msg(vol->peers[i], &m);
+}
+
 /* Regions with no write in flight leave the activity log (lazily: the
  * bits reach the disk with the next flush). */
 static void intent_sweep(void *arg)
@@ -368,6 +383,7 @@ static void intent_sweep(void *arg)
 	}
 	if (!vol->bm_flushing)
 		bm_flush_start(vol);
+	peer_ack(vol);
 	if (!vol->closing)
 		repl__timer_add(vol->eng, INTENT_SWEEP_MS, intent_sweep, vol, &vol->intent_timer);
 }
@@ -621,6 +637,9 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 		repl__peer_drop(p, "out of memory");
 		return;
 	}
+	if ((op == REPL_IO_WRITE || op == REPL_IO_ZERO || op == REPL_IO_TRIM) &&
+	    !(seq & (UINT64_C(1) << 63)))
+		repl__recent_note(vol, seq, offset, len);
 	a->p = p;
 	a->mem = mem;
 	a->conn_id = p->conn_id;
@@ -705,17 +724,30 @@ void repl_volume_step_down(struct repl_volume *vol)
 		return;
 	plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
 	     "cut off: stepping down, unacknowledged writes are failed");
+	repl__timer_del(vol->eng, &vol->freeze_timer);
+	vol->freeze = 0;
 	fail_frozen(vol, -ESHUTDOWN);
 	repl__nbd_conns_drop_volume(vol->eng, vol);
+	/* Nothing this replica wrote since the cut was acknowledged, and
+	 * writes in flight at the cut may be on this disk alone: it starts
+	 * over as a blank replica and takes the new Primary's data. */
 	sb = *meta_get(vol->meta);
 	sb.role = REPL_SECONDARY;
-	/* Writes in flight at the cut may be on this disk alone. */
-	sb.flags |= META_F_PRIMARY_CRASHED;
-	if (meta_update(vol->meta, &sb) < 0)
+	sb.gen_current = 0;
+	memset(sb.gen_history, 0, sizeof(sb.gen_history));
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		sb.peers[i].bitmap_gen = 0;
+	sb.disk_state = META_INCONSISTENT;
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		meta_bits_clear_range(vol->meta, i, 0, vol->size);
+	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0)
 		plog(LOG_ERR, vol->name, "cannot record the step down");
 	vol->role = REPL_SECONDARY;
-	for (unsigned i = 0; i < vol->n_peers; i++)
+	vol->disk_state = GEN_DISK_INCONSISTENT;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
 		if (vol->peers[i]->conn != PC_IDLE)
 			repl__peer_drop(vol->peers[i], "re-deciding after stepping down");
+		repl__peer_retry(vol->peers[i]);
+	}
 	repl__changed(vol);
 }

@@ -333,6 +333,10 @@ void repl__rs_start_target(struct peer *p)
 void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 		      void *data, void *mem)
 {
+	/* A new Primary making recent writes agree (recent.c) starts a
+	 * resync on a connected Secondary without a new handshake. */
+	if (p->link == REPL_LINK_CONNECTED && p->peer_role == REPL_PRIMARY)
+		repl__rs_start_target(p);
 	if (p->link != REPL_LINK_SYNC_TARGET) {
 		free(mem);
 		repl__peer_drop(p, "resync data while not a sync target");
@@ -357,7 +361,13 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	sb.gen_history[1] = v->history[1];
 	sb.disk_state = META_UPTODATE;
 	sb.flags &= ~META_F_PRIMARY_CRASHED;
-	if (meta_update(vol->meta, &sb) < 0) {
+	/* Our data is the source's now: what we had recorded as missing on
+	 * others (and our activity log) described data we no longer have. */
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		sb.peers[i].bitmap_gen = 0;
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		meta_bits_clear_range(vol->meta, i, 0, vol->size);
+	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
 		return;
 	}
@@ -365,6 +375,7 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	p->link = REPL_LINK_CONNECTED;
 	p->peer_disk = v->disk;
 	plog(LOG_NOTICE, vol->name, "resync from %s done: UpToDate", p->node);
+	repl__peers_tell_state(vol);
 	repl__changed(vol);
 }
 
@@ -404,4 +415,13 @@ void repl__rs_status(const struct peer *p, struct repl_peer_status *st)
 	left = st->out_of_sync_bytes;
 	if (st->resync_rate_bps)
 		st->resync_eta_s = (int64_t)(left / st->resync_rate_bps);
+}
+
+/* More regions joined the peer's bitmap: a running resync takes them on
+ * its next pass; otherwise one starts. */
+void repl__rs_more(struct peer *p)
+{
+	if (p->rs && !p->rs->finished)
+		return;
+	repl__rs_start_source(p, false);
 }

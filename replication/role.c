@@ -74,12 +74,12 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))
 
-static bool any_peer_up(const struct repl_volume *vol)
+static bool all_peers_up(const struct repl_volume *vol)
 {
 	for (unsigned i = 0; i < vol->n_peers; i++)
-		if (repl__peer_up(vol->peers[i]))
-			return true;
-	return false;
+		if (!repl__peer_up(vol->peers[i]))
+			return false;
+	return true;
 }
 
 static void tell_peers(struct repl_volume *vol)
@@ -103,8 +103,10 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 	repl__peer_gen_side(vol, -1, &g);
 	if (force) {
 		gen_on_force_uptodate(&g, meta_new_gen());
-	} else if (!any_peer_up(vol) && vol->n_peers) {
-		/* A new era: the old current stays in the history. */
+	} else if (!all_peers_up(vol)) {
+		/* A new era, so that the replicas away can tell they missed it;
+		 * connected ones follow (STATE); the old current stays in the
+		 * history. */
 		if (g.current) {
 			g.history[1] = g.history[0];
 			g.history[0] = g.current;
@@ -157,6 +159,10 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 	plog(LOG_NOTICE, vol->name, "promoted to Primary%s", force ? " (forced)" : "");
 	repl__rep_intent_start(vol);
 	tell_peers(vol);
+	if (vol->lost_primary) {
+		vol->lost_primary = false;
+		repl__recent_after_promotion(vol);
+	}
 	repl__changed(vol);
 	return 0;
 }

@@ -218,6 +218,7 @@ fail:
 void repl__volume_disconnect(struct repl_volume *vol)
 {
 	repl__verify_free(vol);
+	repl__recent_free(vol);
 	repl__rep_close(vol);
 	repl__peers_stop(vol);
 }
