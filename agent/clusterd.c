@@ -137,6 +137,33 @@ static void send_outdate(struct clusterd *cd, const struct pending_outdate *po)
 	send_msg(cd, &m);
 }
 
+static void send_record(struct clusterd *cd, const char *vol, const char *node, bool outdated)
+{
+	struct clmsg m = { .type = CLMSG_OUTDATE };
+
+	copy_str(m.u.outdate.volume, sizeof(m.u.outdate.volume), vol);
+	copy_str(m.u.outdate.node, sizeof(m.u.outdate.node), node);
+	m.u.outdate.generation = outdated ? 1 : 0;	/* 0: "in sync again" */
+	m.u.outdate.from = cd->nodeid;
+	send_msg(cd, &m);
+}
+
+/* What we know of the other replicas: those that missed writes (so that
+ * one coming back learns it, even from a Secondary), and, from a Primary,
+ * those in sync again (which clears such records everywhere). */
+static void send_records(struct clusterd *cd, struct repl_volume *vol)
+{
+	struct repl_volume_status st;
+
+	repl_volume_status(vol, &st);
+	for (unsigned i = 0; i < st.n_peers; i++) {
+		if (st.peers[i].in_sync)
+			send_record(cd, st.name, st.peers[i].node, false);
+		else if (st.peers[i].recorded_outdated)
+			send_record(cd, st.name, st.peers[i].node, true);
+	}
+}
+
 /* Everything we know, for members that may not know it. */
 static void send_state(struct clusterd *cd)
 {
@@ -147,8 +174,10 @@ static void send_state(struct clusterd *cd)
 		m.u.voldef = *voldb_at(cd->db, i);
 		send_msg(cd, &m);
 	}
-	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
+	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
 		send_role(cd, v);
+		send_records(cd, v);
+	}
 	m.type = CLMSG_SYNC_DONE;
 	m.u.sync_done.nodeid = cd->nodeid;
 	send_msg(cd, &m);
@@ -348,11 +377,51 @@ static void on_voldef(struct clusterd *cd, const struct voldef *d)
 	}
 }
 
+static const char *name_of(struct clusterd *cd, uint32_t nodeid)
+{
+	for (size_t i = 0; i < cd->n_nodes; i++)
+		if (cd->nodes[i].nodeid == nodeid)
+			return cd->nodes[i].node;
+	return NULL;
+}
+
+/* "node is in sync again", from the Primary. */
+static void on_in_sync(struct clusterd *cd, uint32_t from, struct repl_volume *vol,
+		       const struct clmsg_outdate *o)
+{
+	const char *sender = name_of(cd, from);
+
+	if (!vol || !sender || from == cd->nodeid)
+		return;
+	if (strcmp(o->node, cd->cfg->node) == 0) {
+		repl_volume_uptodate_by(vol, sender);	/* checks it is our Primary */
+	} else {
+		struct primary_rec *pr = primary_of(cd, o->volume);
+		if (pr && pr->nodeid == from)
+			repl_volume_peer_uptodate(vol, o->node);
+	}
+}
+
 static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_outdate *o)
 {
 	struct repl_volume *vol = repl_volume_find(cd->eng, o->volume);
 	struct pending_outdate **pp, *po;
 
+	if (o->generation == 0) {
+		on_in_sync(cd, from, vol, o);
+		return;
+	}
+	/* A stale record about a replica we, the Primary, know is in sync:
+	 * say so, which clears it everywhere. */
+	if (vol && repl_volume_role(vol) == REPL_PRIMARY && from != cd->nodeid) {
+		struct repl_volume_status st;
+		repl_volume_status(vol, &st);
+		for (unsigned i = 0; i < st.n_peers; i++)
+			if (st.peers[i].in_sync && strcmp(st.peers[i].node, o->node) == 0) {
+				send_record(cd, o->volume, o->node, false);
+				return;
+			}
+	}
 	if (vol && strcmp(o->node, cd->cfg->node) == 0)
 		repl_volume_mark_outdated(vol);
 	else if (vol)
@@ -362,7 +431,8 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 	/* Our own record came back through a quorate group: every member of
 	 * this configuration has it. */
 	for (pp = &cd->pending; (po = *pp); pp = &po->next) {
-		if (po->token == o->generation && strcmp(po->volume, o->volume) == 0) {
+		if (po->token == o->generation && strcmp(po->volume, o->volume) == 0 &&
+		    strcmp(po->node, o->node) == 0) {
 			*pp = po->next;
 			if (vol)
 				repl_volume_outdate_done(vol, po->token);
@@ -575,8 +645,11 @@ static void hook_changed(void *arg, struct repl_volume *vol)
 {
 	struct clusterd *cd = arg;
 
-	if (cd->ready)
+	if (cd->ready) {
 		send_role(cd, vol);
+		if (repl_volume_role(vol) == REPL_PRIMARY)
+			send_records(cd, vol);
+	}
 }
 
 /* ---- control: the quorum rule and volume commands ------------------------------------- */

@@ -121,6 +121,8 @@ struct repl_peer_status {
 	uint64_t resync_sent_bytes;	/* data sent by resyncs since start */
 	char reason[128];		/* why StandAlone / Disconnected, if known */
 	uint64_t verify_differing;	/* regions the last verify found different */
+	bool recorded_outdated;		/* our metadata says it missed writes */
+	bool in_sync;			/* connected, UpToDate, receiving our writes */
 };
 
 struct repl_volume_status {
@@ -184,6 +186,11 @@ void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token);
 void repl_volume_mark_outdated(struct repl_volume *vol);
 /* The cluster says another replica is Outdated: record it. */
 void repl_volume_peer_outdated(struct repl_volume *vol, const char *node);
+/* The Primary says node is in sync again: forget that it was Outdated. */
+void repl_volume_peer_uptodate(struct repl_volume *vol, const char *node);
+/* Our Primary (primary_node) says we are in sync: if we are connected to
+ * it and only marked Outdated, we are UpToDate again. */
+void repl_volume_uptodate_by(struct repl_volume *vol, const char *primary_node);
 /* Where a peer accepts replication connections (learnt late, or moved). */
 int repl_volume_peer_address(struct repl_volume *vol, const char *node, const char *host,
 			     const char *port);

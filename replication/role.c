@@ -52,6 +52,9 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 		ps->peer_disk = "DUnknown";
 	ps->out_of_sync_bytes = MIN(meta_bits_count(vol->meta, p->idx) * rsz, vol->size);
 	snprintf(ps->reason, sizeof(ps->reason), "%s", p->reason);
+	ps->recorded_outdated = meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED;
+	ps->in_sync = repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
+		      p->peer_disk == GEN_DISK_UPTODATE && vol->role == REPL_PRIMARY;
 	repl__rs_status(p, ps);
 }
 
@@ -269,4 +272,35 @@ int repl_volume_set_up(struct repl_volume *vol, bool up)
 bool repl_volume_is_up(const struct repl_volume *vol)
 {
 	return !vol->down;
+}
+
+void repl_volume_peer_uptodate(struct repl_volume *vol, const char *node)
+{
+	struct peer *p = peer_named(vol, node);
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (!p || sb.peers[p->idx].disk_state != META_OUTDATED)
+		return;
+	sb.peers[p->idx].disk_state = META_UPTODATE;
+	if (meta_update(vol->meta, &sb) == 0)
+		plog(LOG_INFO, vol->name, "%s is in sync again", node);
+}
+
+void repl_volume_uptodate_by(struct repl_volume *vol, const char *primary_node)
+{
+	struct peer *p = peer_named(vol, primary_node);
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (!p || !repl__peer_up(p) || p->peer_role != REPL_PRIMARY ||
+	    p->link != REPL_LINK_CONNECTED || p->suppressed ||
+	    vol->disk_state != GEN_DISK_OUTDATED || vol->role == REPL_PRIMARY)
+		return;
+	sb.disk_state = META_UPTODATE;
+	if (meta_update(vol->meta, &sb) < 0)
+		return;
+	vol->disk_state = GEN_DISK_UPTODATE;
+	plog(LOG_NOTICE, vol->name, "the Primary %s says this replica is in sync: UpToDate",
+	     primary_node);
+	repl__peers_tell_state(vol);
+	repl__changed(vol);
 }

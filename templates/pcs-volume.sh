@@ -70,5 +70,6 @@ pcs resource create "$GUEST" ocf:heartbeat:VirtualDomain \
 	op stop timeout=90s \
 	op monitor interval=10s timeout=30s \
 	meta allow-migrate=false "$@"
+# shellcheck disable=SC1010 # "then" is a word of pcs here
 pcs constraint order promote "$CLONE" then start "$GUEST"
 pcs constraint colocation add "$GUEST" with Promoted "$CLONE" INFINITY
