@@ -458,15 +458,30 @@ static void peer_from_volume(struct peer *p, const struct wire_volume *v)
 	p->peer_disk = v->disk;
 }
 
+/* Are we in sync with a Primary other than p?  Then p's old record that
+ * we missed writes is stale: the Primary is the authority. */
+static bool in_sync_with_other_primary(const struct repl_volume *vol, const struct peer *p)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *o = vol->peers[i];
+		if (o != p && repl__peer_up(o) && o->peer_role == REPL_PRIMARY &&
+		    o->link == REPL_LINK_CONNECTED && !o->suppressed)
+			return true;
+	}
+	return false;
+}
+
 static void note_peer_view(struct peer *p, const struct wire_volume *v,
 			   enum gen_decision d)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb;
 
-	/* The peer says we missed writes: believe it unless we are the source. */
+	/* The peer says we missed writes: believe it unless we are the source
+	 * or in sync with our Primary. */
 	if (v->peer_disk == GEN_DISK_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE &&
-	    d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL) {
+	    d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL &&
+	    !in_sync_with_other_primary(vol, p)) {
 		sb = *meta_get(vol->meta);
 		sb.disk_state = META_OUTDATED;
 		if (meta_update(vol->meta, &sb) == 0) {
@@ -672,7 +687,8 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		sb.peers[o->idx].disk_state = META_OUTDATED;
 	/* About us: we missed writes, so we must not be promoted. */
 	if (s->outdate_notice && s->outdated_node == node_id_of(vol, vol->node) &&
-	    vol->role != REPL_PRIMARY && sb.disk_state == META_UPTODATE)
+	    vol->role != REPL_PRIMARY && sb.disk_state == META_UPTODATE &&
+	    !in_sync_with_other_primary(vol, p))
 		sb.disk_state = META_OUTDATED;
 	if (memcmp(&sb, meta_get(vol->meta), sizeof(sb)) != 0 && meta_update(vol->meta, &sb) < 0)
 		plog(LOG_ERR, vol->name, "cannot record the state %s sent", p->node);
