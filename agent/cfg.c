@@ -24,6 +24,8 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "gen.h"
+#include "repl.h"
 #include "util.h"
 
 #define CFG_FILE_MAX (16u << 20)
@@ -378,6 +380,40 @@ static int set_cluster(struct parser *p, const struct key_def *kd, char *val)
 	return 0;
 }
 
+static int set_rate(struct parser *p, const struct key_def *kd, char *val)
+{
+	uint64_t v;
+	size_t n = strlen(val);
+
+	if (n > 2 && strcmp(val + n - 2, "/s") == 0)
+		val[n - 2] = '\0';
+	if (parse_size(val, &v))
+		return bad_value(p, kd, val);
+	p->cfg->resync_rate_max = v;
+	return 0;
+}
+
+/* Only the policies that never discard data a side wrote: the others
+ * would need a resync of both sides' changes. */
+static int set_after_sb(struct parser *p, const struct key_def *kd, char *val)
+{
+	static const char *const ok[3][2] = {
+		{ "disconnect", "discard-zero-changes" },
+		{ "disconnect", "consensus" },
+		{ "disconnect", NULL },
+	};
+	unsigned which = (unsigned)(kd->name[9] - '0');	/* after-sb-Npri */
+
+	for (unsigned i = 0; i < 2; i++) {
+		if (ok[which][i] && strcmp(val, ok[which][i]) == 0) {
+			p->cfg->after_sb[which] = (char)i;
+			p->cfg->after_sb_set[which] = true;
+			return 0;
+		}
+	}
+	return bad_value(p, kd, val);
+}
+
 static int set_host(struct parser *p, const struct key_def *kd, char *val)
 {
 	if (strlen(val) > 255 || strpbrk(val, " \t/[]"))
@@ -481,6 +517,12 @@ static const struct key_def keys[] = {
 	G("replication-address", set_host, repl_address, false,
 	  "this node's IP address or host name for replication"),
 	G("data-dir", set_path, data_dir, false, "an absolute path"),
+	G("resync-rate-max", set_rate, resync_rate_max, false,
+	  "bytes per second with an optional K, M or G suffix (0: no limit)"),
+	G("after-sb-0pri", set_after_sb, after_sb, false,
+	  "disconnect or discard-zero-changes"),
+	G("after-sb-1pri", set_after_sb, after_sb, false, "disconnect or consensus"),
+	G("after-sb-2pri", set_after_sb, after_sb, false, "disconnect"),
 	V("backing", set_path, backing, false,
 	  "an absolute path to a file or block device"),
 	V("size", set_size, size, false,
@@ -941,4 +983,24 @@ int cfg_set_node(struct cfg *cfg, const char *node)
 		return -EINVAL;
 	strcpy(cfg->node, node);
 	return 0;
+}
+
+void cfg_repl_tuning(const struct cfg *cfg, struct repl_volume_config *vc)
+{
+	static const uint8_t policy[3][2] = {
+		{ SB_DISCONNECT, SB_DISCARD_ZERO_CHANGES },
+		{ SB_DISCONNECT, SB_CONSENSUS },
+		{ SB_DISCONNECT, SB_DISCONNECT },
+	};
+	struct sb_config d = SB_CONFIG_DEFAULT;
+
+	vc->resync_rate_max = cfg->resync_rate_max;
+	vc->outdate_timeout_ms = cfg->outdate_timeout_s * 1000;
+	vc->sb_policy_set = true;
+	vc->after_sb[0] = cfg->after_sb_set[0] ? policy[0][(int)cfg->after_sb[0]]
+					       : (uint8_t)d.after_sb_0pri;
+	vc->after_sb[1] = cfg->after_sb_set[1] ? policy[1][(int)cfg->after_sb[1]]
+					       : (uint8_t)d.after_sb_1pri;
+	vc->after_sb[2] = cfg->after_sb_set[2] ? policy[2][(int)cfg->after_sb[2]]
+					       : (uint8_t)d.after_sb_2pri;
 }

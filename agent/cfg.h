@@ -58,6 +58,9 @@ struct cfg {
 	bool cluster;		/* cluster = corosync: volumes come from the group */
 	char *repl_address;	/* NULL: corosync's address of this node */
 	char *data_dir;		/* backing files of cluster volumes; NULL: state-dir */
+	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
+	char after_sb[3];	/* 0: disconnect, 1: the safe automatic policy */
+	bool after_sb_set[3];
 	struct cfg_volume *volumes;
 	unsigned n_volumes;
 };
@@ -79,5 +82,9 @@ int cfg_set_node(struct cfg *cfg, const char *node);
 /* Volume and node names: 1..CFG_NAME_MAX of [A-Za-z0-9_.-], not starting
  * with '.' or '-'. */
 bool cfg_name_valid(const char *name);
+
+struct repl_volume_config;
+/* Resync rate, split-brain policies and outdate timeout into vc. */
+void cfg_repl_tuning(const struct cfg *cfg, struct repl_volume_config *vc);
 
 #endif

@@ -266,6 +266,7 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	snprintf(backing, sizeof(backing), "%s/%s.img", dir, d->name);
 	snprintf(meta, sizeof(meta), "%s/%s.meta", cd->cfg->state_dir, d->name);
 	snprintf(port, sizeof(port), "%u", d->port);
+	cfg_repl_tuning(cd->cfg, &vc);
 	for (unsigned i = 0; i < d->n_nodes && vc.n_peers < REPL_MAX_PEERS; i++) {
 		struct known_node *kn;
 		if (strcmp(d->nodes[i], cd->cfg->node) == 0)

@@ -265,7 +265,7 @@ static void replication_config(const struct cfg *cfg, const struct cfg_volume *c
 		}
 	}
 	vc->node = cfg->node;
-	vc->outdate_timeout_ms = cfg->outdate_timeout_s * 1000;
+	cfg_repl_tuning(cfg, vc);
 }
 
 /* The shared key, needed once any volume is replicated. */

@@ -499,7 +499,7 @@ static struct gen_verdict try_auto_recovery(struct peer *p, const struct wire_vo
 					    const struct gen_side *local,
 					    const struct gen_side *peer, struct gen_verdict gv)
 {
-	struct sb_config cfg = SB_CONFIG_DEFAULT;
+	struct sb_config cfg = { p->vol->after_sb[0], p->vol->after_sb[1], p->vol->after_sb[2] };
 	struct sb_side ls = { local->primary, meta_bits_count(p->vol->meta, p->idx),
 			      local->node_id };
 	struct sb_side ps = { peer->primary, v->dirty, peer->node_id };

@@ -81,6 +81,11 @@ struct repl_volume_config {
 	size_t key_len;
 	unsigned outdate_timeout_ms;	/* how long I/O waits to outdate a lost peer */
 	const uint8_t *uuid;	/* 16 bytes for a new replica; NULL: random */
+	uint64_t resync_rate_max;	/* bytes/s a resync may send; 0: no limit */
+	/* Automatic split-brain recovery (enum sb_policy in gen.h), for 0, 1
+	 * and 2 Primaries; only the safe policies are accepted. */
+	bool sb_policy_set;
+	uint8_t after_sb[3];
 };
 
 /* Opens (or creates, for a file that does not exist) the volume and its

@@ -96,6 +96,8 @@ struct repl_volume {
 	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
 	uint64_t seq;			/* last write sequence number sent */
 	uint64_t last_guest_write_ms;	/* paces resyncs (resync.c) */
+	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
+	uint8_t after_sb[3];		/* enum sb_policy for 0/1/2 Primaries */
 	struct vwrite *writes;		/* Primary: in flight, newest first */
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	void *intent_timer;

@@ -50,7 +50,24 @@ struct resync {
 	uint64_t started_ms;
 	void *timer;
 	bool finished;
+	uint64_t slot_ms, slot_bytes;	/* rate limit: bytes issued this slot */
 };
+
+#define RATE_SLOT_MS 100
+
+/* resync-rate-max: at most rate/10 bytes per 100 ms slot. */
+static bool over_rate(struct repl_volume *vol, struct resync *rs)
+{
+	uint64_t now = now_mono_ms();
+
+	if (!vol->resync_rate_max)
+		return false;
+	if (now - rs->slot_ms >= RATE_SLOT_MS) {
+		rs->slot_ms = now;
+		rs->slot_bytes = 0;
+	}
+	return rs->slot_bytes >= vol->resync_rate_max * RATE_SLOT_MS / 1000;
+}
 
 static uint64_t region_size(const struct repl_volume *vol)
 {
@@ -207,6 +224,11 @@ static void rs_pump(struct peer *p)
 		uint64_t r = meta_bit_next(vol->meta, p->idx, rs->cursor), off;
 		uint32_t len;
 
+		if (over_rate(vol, rs)) {
+			if (!rs->timer)
+				repl__timer_add(vol->eng, RATE_SLOT_MS, rs_retry, p, &rs->timer);
+			return;
+		}
 		if (r >= regions)
 			break;
 		rs->cursor = r + 1;
@@ -216,6 +238,7 @@ static void rs_pump(struct peer *p)
 			continue;
 		}
 		rs_issue(p, rs, off, len);
+		rs->slot_bytes += len;
 	}
 	if (rs->n_inflight >= window)
 		return;

@@ -140,6 +140,15 @@ static int replication_setup(struct repl_volume *vol, const struct repl_volume_c
 	memcpy(vol->key, cfg->key, cfg->key_len);
 	vol->key_len = cfg->key_len;
 	vol->outdate_timeout_ms = cfg->outdate_timeout_ms ? cfg->outdate_timeout_ms : 10000;
+	vol->resync_rate_max = cfg->resync_rate_max;
+	if (cfg->sb_policy_set) {
+		memcpy(vol->after_sb, cfg->after_sb, sizeof(vol->after_sb));
+	} else {
+		struct sb_config d = SB_CONFIG_DEFAULT;
+		vol->after_sb[0] = (uint8_t)d.after_sb_0pri;
+		vol->after_sb[1] = (uint8_t)d.after_sb_1pri;
+		vol->after_sb[2] = (uint8_t)d.after_sb_2pri;
+	}
 	return repl__peers_start(vol, cfg);
 }
 
