@@ -581,6 +581,11 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	repl__rep_peer_up(p, gv.decision);
+	/* Our Primary was lost and this is the new one: our recent writes. */
+	if (vol->lost_primary && peer.primary && vol->role != REPL_PRIMARY) {
+		vol->lost_primary = false;
+		repl__recent_ask(p);
+	}
 	repl__changed(vol);
 }
 

@@ -139,15 +139,16 @@ void repl__recent_after_promotion(struct repl_volume *vol)
 	recent_each(vol, count, &n);
 	plog(LOG_NOTICE, vol->name, "promoted after losing the Primary: %llu recent "
 	     "region(s) here are resynced to the other replicas", (unsigned long long)n);
+	/* Every peer, connected or not (one reconnecting after the promotion
+	 * gets them through its bitmap resync). */
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		recent_each(vol, mark_for_peer, vol->peers[i]);
+	meta_bitmap_flush(vol->meta);
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
-		if (!repl__peer_up(p))
-			continue;
-		recent_each(vol, mark_for_peer, p);
-		if (meta_bits_count(vol->meta, p->idx)) {
-			meta_bitmap_flush(vol->meta);
+		if (repl__peer_up(p) && p->link == REPL_LINK_CONNECTED &&
+		    meta_bits_count(vol->meta, p->idx))
 			repl__rs_start_source(p, false);
-		}
 	}
 	forget(vol);
 }

@@ -716,17 +716,64 @@ static void fail_frozen(struct repl_volume *vol, int err)
 	}
 }
 
+static bool in_list(const struct vwrite *head, const struct vwrite *w)
+{
+	for (; head; head = head->wnext)
+		if (head == w)
+			return true;
+	return false;
+}
+
+/* Writes that wait for nothing any more (no local I/O, no peer, no bitmap
+ * flush) but were never finished: failed now, so that their clients get
+ * an answer.  (Seen after a step down: a write left with a pending count
+ * and nothing outstanding.) */
+static void fail_idle_writes(struct repl_volume *vol, int err)
+{
+	struct vwrite *w = vol->writes, *next;
+
+	for (; w; w = next) {
+		bool busy = w->local_busy || w->start_after_flush ||
+			    in_list(vol->bm_wait_cur, w) || in_list(vol->bm_wait_next, w);
+		next = w->vnext;
+		for (unsigned i = 0; i < vol->n_peers; i++)
+			busy |= w->on_peer[i];
+		for (const struct vwrite *o = vol->local_wait; o && !busy; o = o->lnext)
+			busy = o == w;
+		if (busy)
+			continue;
+		plog(LOG_WARNING, vol->name, "write %llu had nothing outstanding but %u "
+		     "pending: failed", (unsigned long long)w->seq, w->pending);
+		w->result = err;
+		vwrite_finish(w);
+	}
+}
+
 void repl_volume_step_down(struct repl_volume *vol)
 {
 	struct meta_super sb;
 
 	if (vol->role != REPL_PRIMARY)
 		return;
-	plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
-	     "cut off: stepping down, unacknowledged writes are failed");
+	{
+		unsigned nw = 0, nf = 0, nh = 0, nl = 0;
+		for (struct vwrite *w = vol->writes; w; w = w->vnext)
+			nw++;
+		for (struct vwrite *w = vol->frozen; w; w = w->wnext)
+			nf++;
+		for (struct repl_io *io = vol->held_head; io; io = io->next)
+			nh++;
+		for (struct vwrite *w = vol->local_wait; w; w = w->lnext)
+			nl++;
+		plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
+		     "cut off: stepping down; %u write(s) in flight, %u held for acks, "
+		     "%u request(s) held, %u waiting locally: failed, never acknowledged",
+		     nw, nf, nh, nl);
+	}
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	vol->freeze = 0;
 	fail_frozen(vol, -ESHUTDOWN);
+	fail_idle_writes(vol, -ESHUTDOWN);
 	repl__nbd_conns_drop_volume(vol->eng, vol);
 	/* Nothing this replica wrote since the cut was acknowledged, and
 	 * writes in flight at the cut may be on this disk alone: it starts
