@@ -5,10 +5,11 @@
 # through n1's NBD socket; n1's link goes down.  n1 loses quorum: its I/O
 # freezes (status io_frozen, no write acknowledged from then on) and it may
 # not promote; n2, with n3 the majority, is promoted and takes writes.  When
-# the link comes back n1 steps down (its held writes fail, never
-# acknowledged) and resyncs from n2.  No write acknowledged by n1, before
-# or after the cut, may be missing from n2; at the end the three replicas
-# are identical.  Skipped (77) without root, network namespaces or corosync.
+# the link comes back n1 steps down (within 20 s its held writes fail or
+# its NBD connection closes; none is acknowledged) and resyncs from n2.  No
+# write acknowledged by n1, before or after the cut, may be missing from
+# n2; at the end the three replicas are identical.  Skipped (77) without
+# root, network namespaces or corosync.
 # shellcheck source=SCRIPTDIR/cluster-replagent-lib.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/cluster-replagent-lib.sh" || exit 99
 
