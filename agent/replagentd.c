@@ -449,7 +449,8 @@ int main(int argc, char **argv)
 	if (!ex)
 		ex = listen_nbd(&d);
 	if (!ex) {
-		log_notice("replagentd %s started (static mode)", PACKAGE_VERSION);
+		log_notice("replagentd %s started (%s mode)", PACKAGE_VERSION,
+			   d.cfg->cluster ? "cluster" : "static");
 		ex = run(&d);
 	}
 out:

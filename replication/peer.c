@@ -1237,7 +1237,8 @@ static int listen_start(struct repl_volume *vol, const char *host, const char *p
 	}
 	vl->fd = fd;
 	vol->listener = vl;
-	plog(LOG_INFO, vol->name, "replication listening on %s:%s", host, port);
+	plog(LOG_INFO, vol->name, "replication listening on %s:%s", host && *host ? host : "*",
+	     port);
 	return 0;
 }
 
