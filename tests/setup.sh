@@ -20,7 +20,7 @@ setup_packages() {
 	export DEBIAN_FRONTEND=noninteractive
 	apt-get update -qq || return 1
 	# shellcheck disable=SC2086
-	apt-get install -y -qq --no-install-recommends $REPLAGENT_PACKAGES >/dev/null
+	apt-get install -y -qq $REPLAGENT_PACKAGES >/dev/null
 }
 
 # setup_build TOP DIR CONFIGURE-ARGS...: autogen (once) and a VPATH build.
