@@ -363,6 +363,7 @@ int repl__peer_send_volume(struct peer *p)
 static void primary_lost(struct repl_volume *vol, struct peer *gone)
 {
 	vol->lost_primary = true;
+	vol->lost_primary_idx = gone->idx;
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *o = vol->peers[i];
 		if (o != gone && repl__peer_up(o) && o->peer_role == REPL_PRIMARY) {
@@ -581,10 +582,12 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	repl__rep_peer_up(p, gv.decision);
-	/* Our Primary was lost and this is the new one: our recent writes. */
+	/* Our Primary was lost and this is a new one: our recent writes.  (The
+	 * same one back needs nothing: it has them, and its bitmap.) */
 	if (vol->lost_primary && peer.primary && vol->role != REPL_PRIMARY) {
 		vol->lost_primary = false;
-		repl__recent_ask(p);
+		if (p->idx != vol->lost_primary_idx)
+			repl__recent_ask(p);
 	}
 	repl__changed(vol);
 }
@@ -668,7 +671,8 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
 	    vol->role != REPL_PRIMARY && vol->lost_primary) {
 		vol->lost_primary = false;
-		repl__recent_ask(p);	/* after this STATE is handled: see below */
+		if (p->idx != vol->lost_primary_idx)
+			repl__recent_ask(p);
 	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;

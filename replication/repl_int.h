@@ -104,6 +104,7 @@ struct repl_volume {
 	struct verify *verify;		/* the running or last online verify */
 	struct recent *recent;		/* Secondary: regions applied lately */
 	bool lost_primary;		/* Secondary: its Primary went away */
+	unsigned lost_primary_idx;	/* ... which peer that was */
 	struct sapply *applying;	/* Secondary: peer writes in flight */
 	struct sapply *apply_wait_head, *apply_wait_tail;
 	/* bitmap flushes run one at a time; writes wait for the one that
