@@ -160,6 +160,7 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io);
 void repl__volume_disconnect(struct repl_volume *vol);
 void repl__volume_quiesce(struct repl_volume *vol);
 void repl__volume_free(struct repl_volume *vol);
+int repl__volume_make_blank(struct repl_volume *vol);
 
 /* ---- nbd_validate.c: pure request checks ---- */
 enum nbd_verdict {

@@ -751,8 +751,6 @@ static void fail_idle_writes(struct repl_volume *vol, int err)
 
 void repl_volume_step_down(struct repl_volume *vol)
 {
-	struct meta_super sb;
-
 	if (vol->role != REPL_PRIMARY)
 		return;
 	{
@@ -778,19 +776,8 @@ void repl_volume_step_down(struct repl_volume *vol)
 	/* Nothing this replica wrote since the cut was acknowledged, and
 	 * writes in flight at the cut may be on this disk alone: it starts
 	 * over as a blank replica and takes the new Primary's data. */
-	sb = *meta_get(vol->meta);
-	sb.role = REPL_SECONDARY;
-	sb.gen_current = 0;
-	memset(sb.gen_history, 0, sizeof(sb.gen_history));
-	for (unsigned i = 0; i < META_MAX_PEERS; i++)
-		sb.peers[i].bitmap_gen = 0;
-	sb.disk_state = META_INCONSISTENT;
-	for (unsigned i = 0; i < META_BITMAPS; i++)
-		meta_bits_clear_range(vol->meta, i, 0, vol->size);
-	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0)
+	if (repl__volume_make_blank(vol) < 0)
 		plog(LOG_ERR, vol->name, "cannot record the step down");
-	vol->role = REPL_SECONDARY;
-	vol->disk_state = GEN_DISK_INCONSISTENT;
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		if (vol->peers[i]->conn != PC_IDLE)
 			repl__peer_drop(vol->peers[i], "re-deciding after stepping down");

@@ -76,8 +76,6 @@ static void discard_done(struct repl_io *io)
 {
 	struct discard_job *j = (struct discard_job *)io;
 	struct repl_volume *vol = j->vol;
-	struct meta_super sb = *meta_get(vol->meta);
-
 	if (io->result < 0) {
 		plog_errno(LOG_ERR, vol->name, -io->result, "cannot save the discarded "
 			   "regions to %s: split brain left as it is", j->path);
@@ -86,18 +84,10 @@ static void discard_done(struct repl_io *io)
 	plog(LOG_WARNING, vol->name, "split brain: %zu region(s) this node wrote are kept "
 	     "in %s (list in %s.regions); taking %s's data", j->n, j->path, j->path,
 	     j->keep->node);
-	sb.gen_current = 0;
-	memset(sb.gen_history, 0, sizeof(sb.gen_history));
-	for (unsigned i = 0; i < META_MAX_PEERS; i++)
-		sb.peers[i].bitmap_gen = 0;
-	sb.disk_state = META_INCONSISTENT;
-	for (unsigned i = 0; i < META_BITMAPS; i++)
-		meta_bits_clear_range(vol->meta, i, 0, vol->size);
-	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0) {
+	if (repl__volume_make_blank(vol) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the resolution");
 		goto out;
 	}
-	vol->disk_state = GEN_DISK_INCONSISTENT;
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		repl__peer_retry(vol->peers[i]);
 	repl__changed(vol);

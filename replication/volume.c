@@ -313,3 +313,28 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 	}
 	repl__iopool_submit(vol->pool, io);
 }
+
+/* Forgets this replica's data history: no generations, no bitmaps (the
+ * activity log included), Secondary and Inconsistent, so that the next
+ * connection gives it a full resync.  For data that is to be replaced
+ * (a step down, the loser of a split brain).  0 or -errno. */
+int repl__volume_make_blank(struct repl_volume *vol)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+	int r;
+
+	sb.role = REPL_SECONDARY;
+	sb.gen_current = 0;
+	memset(sb.gen_history, 0, sizeof(sb.gen_history));
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		sb.peers[i].bitmap_gen = 0;
+	sb.disk_state = META_INCONSISTENT;
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		meta_bits_clear_range(vol->meta, i, 0, vol->size);
+	r = meta_update(vol->meta, &sb);
+	if (r == 0)
+		r = meta_bitmap_flush(vol->meta);
+	vol->role = REPL_SECONDARY;
+	vol->disk_state = GEN_DISK_INCONSISTENT;
+	return r;
+}
