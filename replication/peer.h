@@ -111,6 +111,7 @@ void repl__rep_peer_state(struct peer *p);
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
 /* Shutting down: a peer lost now is not outdated; held writes go. */
 void repl__rep_close(struct repl_volume *vol);
+bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Starts the periodic sweep of the activity log (a Primary's). */
 void repl__rep_intent_start(struct repl_volume *vol);
 /* Without quorum: keep io until quorum returns (or the volume steps down). */

@@ -785,3 +785,12 @@ void repl_volume_step_down(struct repl_volume *vol)
 	}
 	repl__changed(vol);
 }
+
+/* Is a write of the Primary's in flight over [off, off + len)? */
+bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len)
+{
+	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
+		if (w->io->len && w->io->offset < off + len && off < w->io->offset + w->io->len)
+			return true;
+	return false;
+}

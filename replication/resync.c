@@ -86,9 +86,8 @@ static void region_range(const struct repl_volume *vol, uint64_t r, uint64_t *of
 static bool busy_region(const struct repl_volume *vol, const struct resync *rs,
 			uint64_t off, uint32_t len)
 {
-	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
-		if (w->io->len && w->io->offset < off + len && off < w->io->offset + w->io->len)
-			return true;
+	if (repl__writes_overlap(vol, off, len))
+		return true;
 	for (const struct rs_req *q = rs->inflight; q; q = q->next)
 		if (q->io.offset == off)
 			return true;

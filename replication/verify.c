@@ -60,14 +60,6 @@ static uint64_t region_bytes(const struct repl_volume *vol)
 	return UINT64_C(1) << meta_get(vol->meta)->region_shift;
 }
 
-static bool writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len)
-{
-	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
-		if (w->io->len && w->io->offset < off + len && off < w->io->offset + w->io->len)
-			return true;
-	return false;
-}
-
 static void note_diff(struct verify *v, unsigned idx, uint64_t off, uint32_t len)
 {
 	struct repl_volume *vol = v->vol;
@@ -195,7 +187,7 @@ static void verify_pump(struct verify *v)
 		uint64_t r = v->n_redo ? v->redo[v->n_redo - 1] : v->cursor;
 		uint64_t off = r * rsz;
 		uint32_t len = (uint32_t)MIN(rsz, vol->size - off);
-		bool busy = writes_overlap(vol, off, len);
+		bool busy = repl__writes_overlap(vol, off, len);
 
 		for (struct vreq *q = v->inflight; q && !busy; q = q->next)
 			busy = q->io.offset == off;
