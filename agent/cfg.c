@@ -380,6 +380,17 @@ static int set_cluster(struct parser *p, const struct key_def *kd, char *val)
 	return 0;
 }
 
+static int set_auto_promote(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (!strcmp(val, "yes"))
+		p->cfg->auto_promote = true;
+	else if (!strcmp(val, "no"))
+		p->cfg->auto_promote = false;
+	else
+		return bad_value(p, kd, val);
+	return 0;
+}
+
 static int set_rate(struct parser *p, const struct key_def *kd, char *val)
 {
 	uint64_t v;
@@ -523,6 +534,7 @@ static const struct key_def keys[] = {
 	  "disconnect or discard-zero-changes"),
 	G("after-sb-1pri", set_after_sb, after_sb, false, "disconnect or consensus"),
 	G("after-sb-2pri", set_after_sb, after_sb, false, "disconnect"),
+	G("auto-promote", set_auto_promote, auto_promote, false, "yes or no"),
 	V("backing", set_path, backing, false,
 	  "an absolute path to a file or block device"),
 	V("size", set_size, size, false,
@@ -995,6 +1007,7 @@ void cfg_repl_tuning(const struct cfg *cfg, struct repl_volume_config *vc)
 	struct sb_config d = SB_CONFIG_DEFAULT;
 
 	vc->resync_rate_max = cfg->resync_rate_max;
+	vc->auto_promote = cfg->auto_promote;
 	vc->outdate_timeout_ms = cfg->outdate_timeout_s * 1000;
 	vc->sb_policy_set = true;
 	vc->after_sb[0] = cfg->after_sb_set[0] ? policy[0][(int)cfg->after_sb[0]]

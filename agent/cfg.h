@@ -61,6 +61,7 @@ struct cfg {
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
 	char after_sb[3];	/* 0: disconnect, 1: the safe automatic policy */
 	bool after_sb_set[3];
+	bool auto_promote;	/* promote for the first NBD client, demote after the last */
 	struct cfg_volume *volumes;
 	unsigned n_volumes;
 };

@@ -485,6 +485,15 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 		else
 			i++;
 	log_info("cluster: %zu member(s), %zu joined, %zu left", n, nj, nl);
+	/* A node that left takes its replication links with it now, not at
+	 * their ping timeout: a promotion here must not wait for them. */
+	for (size_t i = 0; i < nl; i++) {
+		const char *gone = name_of(cd, left[i]);
+		if (!gone || is_member(cd, left[i]) || left[i] == cd->nodeid)
+			continue;
+		for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
+			repl_volume_peer_gone(v, gone);
+	}
 	memcpy(cd->sync_wait, cd->members, cd->n_members * sizeof(*members));
 	cd->n_sync_wait = cd->n_members;
 	cd->synced = false;
@@ -655,10 +664,11 @@ static void hook_changed(void *arg, struct repl_volume *vol)
 
 /* ---- control: the quorum rule and volume commands ------------------------------------- */
 
-static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *why,
-			 size_t len)
+/* The cluster's promotion rules.  A takeover (live migration) gets the
+ * role from the Primary itself, so that Primary does not count. */
+static int promotion_rules(struct clusterd *cd, struct repl_volume *vol, bool takeover,
+			   char *why, size_t len)
 {
-	struct clusterd *cd = arg;
 	struct primary_rec *pr = primary_of(cd, repl_volume_name(vol));
 
 	if (!cd->quorate) {
@@ -669,11 +679,23 @@ static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *w
 		snprintf(why, len, "the members are still exchanging their state: try again");
 		return -EAGAIN;
 	}
-	if (pr && pr->nodeid != cd->nodeid && is_member(cd, pr->nodeid)) {
+	if (!takeover && pr && pr->nodeid != cd->nodeid && is_member(cd, pr->nodeid)) {
 		snprintf(why, len, "%s is Primary: demote it first", pr->node);
 		return -EBUSY;
 	}
 	return 0;
+}
+
+static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *why,
+			 size_t len)
+{
+	return promotion_rules(arg, vol, false, why, len);
+}
+
+static int hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
+			    size_t len)
+{
+	return promotion_rules(arg, vol, takeover, why, len);
 }
 
 static void answer_ok(struct json_writer *w)
@@ -834,7 +856,7 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		log_warn("cluster: %d volume definition file(s) skipped", r);
 	if (r < 0)
 		goto fail;
-	hooks = (struct repl_hooks){ cd, hook_outdate, hook_changed };
+	hooks = (struct repl_hooks){ cd, hook_outdate, hook_changed, hook_may_promote };
 	repl_engine_set_hooks(eng, &hooks);
 	r = cluster_open(loop, &ops, cd, &cd->cl);
 	if (r < 0)

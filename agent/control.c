@@ -177,6 +177,8 @@ static void put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_u64(w, "clients", st.clients);
 	json_kv_bool(w, "io_frozen", st.io_frozen);
 	json_kv_bool(w, "up", st.up);
+	json_kv_bool(w, "auto_promote", st.auto_promote);
+	json_kv_str(w, "window", st.window);
 	if (st.verify_total) {
 		json_key(w, "verify");
 		json_obj_begin(w);
@@ -333,6 +335,44 @@ static void cmd_resolve(struct control *c, char **args, unsigned n, struct json_
 	role_answer(w, "resolve", args[0], r, why);
 }
 
+/* The live-migration window on the destination (libvirt hook, migrate
+ * begin): window-open VOLUME [SECONDS], window-close VOLUME. */
+static void cmd_window_open(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct repl_volume *vol;
+	unsigned long secs = 0;
+	char why[256] = "", *end;
+	int r;
+
+	if (n == 2) {
+		errno = 0;
+		secs = strtoul(args[1], &end, 10);
+		if (errno || *end || !secs || secs > 3600) {
+			answer_error(w, "window timeout \"%s\": 1 to 3600 seconds", args[1]);
+			return;
+		}
+	}
+	vol = find_volume(c, args[0], w);
+	if (!vol)
+		return;
+	r = repl_volume_window_open(vol, (unsigned)secs, why, sizeof(why));
+	why[sizeof(why) - 1] = '\0';
+	role_answer(w, "window-open", args[0], r, why);
+}
+
+static void cmd_window_close(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct repl_volume *vol = find_volume(c, args[0], w);
+	char why[256] = "";
+	int r;
+
+	if (!vol)
+		return;
+	r = repl_volume_window_close(vol, why, sizeof(why));
+	why[sizeof(why) - 1] = '\0';
+	role_answer(w, "window-close", args[0], r, why);
+}
+
 static void cmd_up(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	cmd_up_down(c, args, true, w);
@@ -397,6 +437,8 @@ static const struct command {
 	{ "verify", 1, 2, cmd_verify, "verify VOLUME [--repair]" },
 	{ "resolve", 3, 3, cmd_resolve, "resolve VOLUME --keep NODE" },
 	{ "down", 1, 1, cmd_down, "down VOLUME" },
+	{ "window-open", 1, 2, cmd_window_open, "window-open VOLUME [SECONDS]" },
+	{ "window-close", 1, 1, cmd_window_close, "window-close VOLUME" },
 };
 
 /* Splits line in place into words separated by spaces or tabs; -EINVAL

@@ -64,7 +64,15 @@ static void usage(FILE *f)
 		"                            it on both nodes (the other saves what it\n"
 		"                            wrote to BACKING.discarded-TIME first)\n"
 		"  show VOLUME               one line of key=value for scripts: role, disk,\n"
-		"                            up, frozen, peers, connected, uptodate_peers\n"
+		"                            up, frozen, clients, peers, connected,\n"
+		"                            uptodate_peers, window, auto_promote,\n"
+		"                            peer_primary (a connected Primary, or -)\n"
+		"  window open VOLUME [--timeout SEC]\n"
+		"                            live migration, on the destination: let NBD\n"
+		"                            clients attach to this Secondary; the Primary\n"
+		"                            role moves here at their first write\n"
+		"  window close VOLUME       close it (the migration failed): its clients\n"
+		"                            are dropped\n"
 		"  volume create NAME --size SIZE --nodes N1,N2[,N3]\n"
 		"                            define a replicated volume (cluster mode)\n"
 		"  volume list [--json]      the cluster's volumes\n"
@@ -565,6 +573,7 @@ static void print_show(const struct json_value *ans)
 	const struct json_value *v = vols ? vols->child : NULL;
 	const struct json_value *peers = v ? json_get(v, "peers") : NULL;
 	unsigned n = 0, connected = 0, uptodate = 0;
+	const char *primary = "-";
 	int64_t clients = 0;
 
 	if (!v)
@@ -577,13 +586,19 @@ static void print_show(const struct json_value *ans)
 			connected++;
 		if (disk && !strcmp(disk, "UpToDate") && link && !strcmp(link, "Connected"))
 			uptodate++;
+		if (link && strcmp(link, "StandAlone") && strcmp(link, "Disconnected") &&
+		    strcmp(link, "Connecting") && !strcmp(or_unknown(json_get_str(p, "peer_role")),
+							  "Primary"))
+			primary = or_unknown(json_get_str(p, "node"));
 	}
 	printf("role=%s disk=%s up=%s frozen=%s clients=%lld peers=%u connected=%u "
-	       "uptodate_peers=%u\n", or_unknown(json_get_str(v, "role")),
+	       "uptodate_peers=%u window=%s auto_promote=%s peer_primary=%s\n",
+	       or_unknown(json_get_str(v, "role")),
 	       or_unknown(json_get_str(v, "disk")), json_get_bool(v, "up") ? "yes" : "no",
 	       json_get_bool(v, "io_frozen") ? "yes" : "no",
 	       (long long)clients,
-	       n, connected, uptodate);
+	       n, connected, uptodate, or_unknown(json_get_str(v, "window")),
+	       json_get_bool(v, "auto_promote") ? "yes" : "no", primary);
 }
 
 static int cmd_show(struct cli *cli)
@@ -743,6 +758,34 @@ static int cmd_resolve(struct cli *cli, int argc, char **argv)
 	return simple_request(cli, req, "resolve", NULL);
 }
 
+/* ---- window open | close -------------------------------------------------------- */
+
+static int cmd_window(struct cli *cli, int argc, char **argv)
+{
+	const char *vol = NULL, *timeout = NULL;
+	char req[256], what[128];
+	bool open_it = argc >= 1 && !strcmp(argv[0], "open");
+
+	if (argc < 1 || (!open_it && strcmp(argv[0], "close")))
+		return usage_error("usage: window open|close VOLUME, got", argc ? argv[0] : "");
+	for (int i = 1; i < argc; i++) {
+		if (open_it && !strcmp(argv[i], "--timeout") && i + 1 < argc && word_ok(argv[i + 1]))
+			timeout = argv[++i];
+		else if (argv[i][0] == '-')
+			return usage_error("unknown option", argv[i]);
+		else if (!vol && word_ok(argv[i]))
+			vol = argv[i];
+		else
+			return usage_error("unexpected argument", argv[i]);
+	}
+	if (!vol)
+		return usage_error("missing VOLUME for window", argv[0]);
+	snprintf(req, sizeof(req), "window-%s %s%s%s\n", argv[0], vol, timeout ? " " : "",
+		 timeout ? timeout : "");
+	snprintf(what, sizeof(what), "window %s %s", argv[0], vol);
+	return simple_request(cli, req, what, NULL);
+}
+
 /* ---- volume create | list | delete ------------------------------------------- */
 
 static void print_volume_list(const struct json_value *ans)
@@ -829,6 +872,8 @@ int main(int argc, char **argv)
 		return cmd_volume(&cli, argc - optind - 1, argv + optind + 1);
 	if (!strcmp(argv[optind], "resolve"))
 		return cmd_resolve(&cli, argc - optind - 1, argv + optind + 1);
+	if (!strcmp(argv[optind], "window"))
+		return cmd_window(&cli, argc - optind - 1, argv + optind + 1);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(argv[optind], commands[i].name))
 			continue;

@@ -369,7 +369,7 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 	struct nbd_request r;
 	struct nbd_export_view exp = {
 		.size = c->vol->size,
-		.read_only = c->vol->role != REPL_PRIMARY,
+		.read_only = c->vol->role != REPL_PRIMARY && !c->vol->window,
 		.structured = c->structured,
 	};
 	struct nbd_check chk;
@@ -434,8 +434,9 @@ static int send_export_info(struct nbd_conn *c, uint32_t opt, struct repl_volume
 	return r < 0 ? r : opt_reply(c, opt, NBD_REP_INFO, &bs, sizeof(bs));
 }
 
-/* Which volume a client may open, or an NBD_REP_ERR_* with a message. */
-static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name,
+/* Which volume a client may open (go: and use now, which may auto-promote
+ * it), or an NBD_REP_ERR_* with a message. */
+static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name, bool go,
 					 uint32_t *err, char *msg, size_t msglen)
 {
 	struct repl_volume *vol = repl_volume_find(c->eng, name);
@@ -450,11 +451,20 @@ static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name,
 		snprintf(msg, msglen, "volume \"%s\" is down on this node", name);
 		return NULL;
 	}
-	if (vol->role != REPL_PRIMARY) {
+	if (vol->role != REPL_PRIMARY && !vol->window && !vol->auto_promote) {
 		*err = NBD_REP_ERR_POLICY;
 		snprintf(msg, msglen, "volume \"%s\" is Secondary on this node: "
 			 "only the Primary serves I/O", name);
 		return NULL;
+	}
+	if (go && vol->role != REPL_PRIMARY) {
+		char why[160];
+		if (repl__volume_admit(vol, why, sizeof(why)) < 0) {
+			*err = NBD_REP_ERR_POLICY;
+			snprintf(msg, msglen, "volume \"%s\" is Secondary on this node and "
+				 "cannot be promoted: %s", name, why);
+			return NULL;
+		}
 	}
 	return vol;
 }
@@ -463,6 +473,7 @@ static void enter_transmission(struct nbd_conn *c, struct repl_volume *vol)
 {
 	c->vol = vol;
 	vol->clients++;
+	repl__window_clients_changed(vol);
 	c->state = CS_TRANSMISSION;
 	plog(LOG_INFO, vol->name, "client attached (%s replies)",
 	     c->structured ? "structured" : "simple");
@@ -489,7 +500,7 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint3
 	name[namelen] = '\0';
 	if (strlen(name) != namelen)
 		return opt_error(c, opt, NBD_REP_ERR_INVALID, "NUL in export name");
-	vol = export_lookup(c, name, &err, msg, sizeof(msg));
+	vol = export_lookup(c, name, opt == NBD_OPT_GO, &err, msg, sizeof(msg));
 	if (!vol)
 		return opt_error(c, opt, err, msg);
 	if (send_export_info(c, opt, vol) < 0 || opt_reply(c, opt, NBD_REP_ACK, NULL, 0) < 0)
@@ -512,7 +523,7 @@ static int opt_export_name(struct nbd_conn *c, const uint8_t *d, uint32_t len)
 		return -EPROTO;
 	memcpy(name, d, len);
 	name[len] = '\0';
-	vol = export_lookup(c, name, &err, msg, sizeof(msg));
+	vol = export_lookup(c, name, true, &err, msg, sizeof(msg));
 	if (!vol) {
 		/* This old option has no error reply: closing is the answer. */
 		log_warn("NBD client refused: %s", msg);
@@ -799,6 +810,7 @@ static void conn_free(struct nbd_conn *c)
 	if (c->vol && c->state == CS_TRANSMISSION) {
 		c->vol->clients--;
 		plog(LOG_INFO, c->vol->name, "client detached");
+		repl__window_clients_changed(c->vol);
 	}
 	if (c->prev)
 		c->prev->next = c->next;

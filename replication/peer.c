@@ -389,6 +389,7 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 	if (was_up) {
 		repl__verify_peer_down(p);
 		repl__rep_peer_down(p);
+		repl__window_peer_down(p);
 	}
 	if (why) {
 		set_reason(p, "%s", why);
@@ -770,6 +771,12 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		break;
 	case WIRE_VERIFY_REPLY:
 		repl__verify_on_reply(p, m->seq, &m->u.verify);
+		break;
+	case WIRE_TAKEOVER:
+		repl__window_on_takeover(p, m->seq, m->u.takeover.flags);
+		break;
+	case WIRE_HANDOVER:
+		repl__window_on_handover(p, m->seq, &m->u.handover);
 		break;
 	case WIRE_BYE:
 		peer_down(p, m->u.bye_reason == WIRE_BYE_SHUTDOWN ? "peer shut down"

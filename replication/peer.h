@@ -145,6 +145,12 @@ void repl__verify_peer_down(struct peer *p);
 void repl__verify_note_write(struct repl_volume *vol, uint64_t off, uint64_t len);
 void repl__verify_status(const struct repl_volume *vol, struct repl_volume_status *st);
 void repl__verify_free(struct repl_volume *vol);
+bool repl__verify_running(const struct repl_volume *vol);
+
+/* window.c */
+void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags);
+void repl__window_on_handover(struct peer *p, uint64_t seq, const struct wire_handover *h);
+void repl__window_peer_down(struct peer *p);
 /* peer.c: any frame */
 int repl__peer_send_msg(struct peer *p, const struct wire_msg *m);
 

@@ -86,6 +86,9 @@ struct repl_volume_config {
 	 * and 2 Primaries; only the safe policies are accepted. */
 	bool sb_policy_set;
 	uint8_t after_sb[3];
+	/* Promote for the first NBD client (by the usual rules), demote
+	 * after the last one: DRBD 9's auto-promote. */
+	bool auto_promote;
 };
 
 /* Opens (or creates, for a file that does not exist) the volume and its
@@ -139,6 +142,8 @@ struct repl_volume_status {
 	unsigned clients;
 	bool io_frozen;			/* writes wait for a lost peer's outdate */
 	bool up;			/* false: down (a stopped resource) */
+	bool auto_promote;
+	const char *window;		/* "none", "open", "taking-over", "handing-over" */
 	unsigned n_peers;
 	struct repl_peer_status peers[REPL_MAX_PEERS];
 	/* the running or last online verify (verify_total 0: none yet) */
@@ -170,6 +175,21 @@ int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t w
  * 0, or -errno with why. */
 int repl_volume_resolve(struct repl_volume *vol, const char *keep, char *why, size_t whylen);
 
+/* ---- live migration ------------------------------------------------------ */
+
+/* Opens a migration window on this Secondary (the destination): it may
+ * take NBD clients while it is connected to the Primary and UpToDate, and
+ * the Primary role moves here, without two Primaries, at their first write
+ * (or when the Primary's own clients have left).  timeout_s: how long it
+ * waits for a first client (0: 60 s).  0, or -errno with why (-EALREADY
+ * Primary, -EPERM down / not UpToDate / not in sync, -ENOTCONN no
+ * connected Primary, or what may_promote said). */
+int repl_volume_window_open(struct repl_volume *vol, unsigned timeout_s, char *why,
+			    size_t whylen);
+/* Closes it (a migration that failed): its clients are dropped.  0, or
+ * -ENOENT if none is open. */
+int repl_volume_window_close(struct repl_volume *vol, char *why, size_t whylen);
+
 /* ---- cluster mode ------------------------------------------------------ */
 
 /* What the engine asks of the program embedding it (replagentd's cluster
@@ -182,6 +202,12 @@ struct repl_hooks {
 	int (*outdate)(void *arg, struct repl_volume *vol, const char *node, uint64_t token);
 	/* Role, disk or link state changed (for events and announcements). */
 	void (*changed)(void *arg, struct repl_volume *vol);
+	/* May this replica become Primary now (the cluster's rules: quorum,
+	 * no other Primary; takeover: the Primary hands the role over, so it
+	 * does not count)?  0, or -errno with why.  Asked before an
+	 * auto-promotion and before a migration window takes the role. */
+	int (*may_promote)(void *arg, struct repl_volume *vol, bool takeover, char *why,
+			   size_t whylen);
 };
 
 void repl_engine_set_hooks(struct repl_engine *eng, const struct repl_hooks *hooks);
@@ -196,6 +222,9 @@ void repl_volume_peer_uptodate(struct repl_volume *vol, const char *node);
 /* Our Primary (primary_node) says we are in sync: if we are connected to
  * it and only marked Outdated, we are UpToDate again. */
 void repl_volume_uptodate_by(struct repl_volume *vol, const char *primary_node);
+/* The cluster says node left (crashed, cut off, stopped): its link goes
+ * now rather than at the ping timeout. */
+void repl_volume_peer_gone(struct repl_volume *vol, const char *node);
 /* Where a peer accepts replication connections (learnt late, or moved). */
 int repl_volume_peer_address(struct repl_volume *vol, const char *node, const char *host,
 			     const char *port);

@@ -67,6 +67,7 @@ struct meta_flush_job;
 struct vol_listener;
 struct verify;
 struct recent;
+struct window;
 
 struct repl_volume {
 	struct repl_engine *eng;
@@ -121,6 +122,16 @@ struct repl_volume {
 	bool closing;
 	struct vwrite *frozen;
 	void *freeze_timer;
+
+	/* live migration and auto-promote (window.c) */
+	struct window *window;		/* Secondary: NBD clients allowed */
+	bool auto_promote;
+	bool auto_promoted;		/* demote after the last client */
+	void *auto_demote_timer;
+	int handover_to;		/* Primary: peer slot it hands over to, or -1 */
+	uint64_t handover_seq;		/* the TAKEOVER being answered */
+	void *handover_timer;
+	struct repl_io *ho_held_head, **ho_held_tail;	/* client writes meanwhile */
 };
 
 /* ---- loop helpers (engine.c) ---- */
@@ -161,6 +172,18 @@ void repl__volume_disconnect(struct repl_volume *vol);
 void repl__volume_quiesce(struct repl_volume *vol);
 void repl__volume_free(struct repl_volume *vol);
 int repl__volume_make_blank(struct repl_volume *vol);
+
+/* ---- window.c ---- */
+/* An NBD client wants a Secondary: 0 if a window is open or an
+ * auto-promotion succeeded, else -errno with why. */
+int repl__volume_admit(struct repl_volume *vol, char *why, size_t len);
+/* A client's write, trim, zero or flush on a Secondary. */
+void repl__window_io(struct repl_volume *vol, struct repl_io *io);
+/* A Primary handing over keeps io (not a read) for later: true if kept. */
+bool repl__handing_over(struct repl_volume *vol, struct repl_io *io);
+void repl__window_clients_changed(struct repl_volume *vol);
+void repl__window_free(struct repl_volume *vol);
+const char *repl__window_state(const struct repl_volume *vol);
 
 /* ---- nbd_validate.c: pure request checks ---- */
 enum nbd_verdict {

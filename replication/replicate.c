@@ -771,6 +771,7 @@ void repl_volume_step_down(struct repl_volume *vol)
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	vol->freeze = 0;
 	fail_frozen(vol, -ESHUTDOWN);
+	repl__window_free(vol);
 	fail_idle_writes(vol, -ESHUTDOWN);
 	repl__nbd_conns_drop_volume(vol->eng, vol);
 	/* Nothing this replica wrote since the cut was acknowledged, and

@@ -69,6 +69,8 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->clients = vol->clients;
 	st->io_frozen = vol->freeze > 0 || (!vol->quorate && vol->role == REPL_PRIMARY);
 	st->up = !vol->down;
+	st->auto_promote = vol->auto_promote;
+	st->window = repl__window_state(vol);
 	st->n_peers = vol->n_peers;
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		peer_status(vol->peers[i], &st->peers[i]);
@@ -230,6 +232,14 @@ void repl_volume_peer_outdated(struct repl_volume *vol, const char *node)
 	sb.peers[p->idx].disk_state = META_OUTDATED;
 	if (meta_update(vol->meta, &sb) < 0)
 		plog(LOG_ERR, vol->name, "cannot record %s as Outdated", node);
+}
+
+void repl_volume_peer_gone(struct repl_volume *vol, const char *node)
+{
+	struct peer *p = peer_named(vol, node);
+
+	if (p && p->conn != PC_IDLE)
+		repl__peer_drop(p, "the node left the cluster");
 }
 
 int repl_volume_peer_address(struct repl_volume *vol, const char *node, const char *host,

@@ -286,6 +286,11 @@ void repl__verify_note_write(struct repl_volume *vol, uint64_t off, uint64_t len
 			q->touched = true;
 }
 
+bool repl__verify_running(const struct repl_volume *vol)
+{
+	return vol->verify && vol->verify->running;
+}
+
 void repl__verify_status(const struct repl_volume *vol, struct repl_volume_status *st)
 {
 	const struct verify *v = vol->verify;

@@ -171,6 +171,9 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	vol->fd = -1;
 	vol->quorate = true;
 	vol->held_tail = &vol->held_head;
+	vol->ho_held_tail = &vol->ho_held_head;
+	vol->handover_to = -1;
+	vol->auto_promote = cfg->auto_promote && cfg->n_peers;
 	vol->name = strdup(cfg->name);
 	vol->backing = strdup(cfg->backing);
 	if (!vol->name || !vol->backing) {
@@ -226,6 +229,7 @@ fail:
 /* Stops replicating: held acknowledgements go, connections close. */
 void repl__volume_disconnect(struct repl_volume *vol)
 {
+	repl__window_free(vol);
 	repl__verify_free(vol);
 	repl__recent_free(vol);
 	repl__rep_close(vol);
@@ -297,6 +301,16 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 	if (vol->n_peers && vol->role == REPL_PRIMARY && !vol->quorate) {
 		repl__rep_hold(vol, io);
 		return;
+	}
+	/* A Secondary's clients are a migration window's: their writes wait
+	 * for the role; a Primary handing the role over keeps new writes. */
+	if (io->op != REPL_IO_READ && vol->n_peers) {
+		if (vol->role != REPL_PRIMARY) {
+			repl__window_io(vol, io);
+			return;
+		}
+		if (repl__handing_over(vol, io))
+			return;
 	}
 	/* Small cached reads are answered inline (no thread hop); large ones
 	 * go to the workers, which copy and send them in parallel. */

@@ -225,6 +225,16 @@ static int check_state(const struct wire_msg *m)
 	return 0;
 }
 
+static int check_takeover(const struct wire_msg *m)
+{
+	return m->u.takeover.flags & ~WIRE_TO_SOFT ? -EINVAL : 0;
+}
+
+static int check_handover(const struct wire_msg *m)
+{
+	return m->u.handover.error < 4096 ? 0 : -EINVAL;
+}
+
 static int check_bye(const struct wire_msg *m)
 {
 	return m->u.bye_reason < WIRE_BYE_REASON_COUNT ? 0 : -EINVAL;
@@ -316,6 +326,20 @@ static void enc_rs_range(const struct wire_msg *m, uint8_t *p)
 	put64(p, m->u.range.offset);
 	put32(p + 8, (uint32_t)m->u.range.len);
 	put32(p + 12, 0);
+}
+
+static void enc_takeover(const struct wire_msg *m, uint8_t *p)
+{
+	put32(p, m->u.takeover.flags);
+	put32(p + 4, 0);
+}
+
+static void enc_handover(const struct wire_msg *m, uint8_t *p)
+{
+	put32(p, m->u.handover.error);
+	put32(p + 4, 0);
+	put64(p + 8, m->u.handover.seq);
+	put64(p + 16, m->u.handover.current);
 }
 
 static void enc_state(const struct wire_msg *m, uint8_t *p)
@@ -455,6 +479,22 @@ static int dec_state(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	return 0;
 }
 
+static int dec_takeover(const uint8_t *p, uint32_t len, struct wire_msg *m)
+{
+	(void)len;
+	m->u.takeover.flags = get32(p);
+	return all_zero(p + 4, 4) ? 0 : -EPROTO;
+}
+
+static int dec_handover(const uint8_t *p, uint32_t len, struct wire_msg *m)
+{
+	(void)len;
+	m->u.handover.error = get32(p);
+	m->u.handover.seq = get64(p + 8);
+	m->u.handover.current = get64(p + 16);
+	return all_zero(p + 4, 4) ? 0 : -EPROTO;
+}
+
 static int dec_bye(const uint8_t *p, uint32_t len, struct wire_msg *m)
 {
 	(void)len;
@@ -505,6 +545,8 @@ static const struct type_info types[WIRE_TYPE_COUNT] = {
 	T(WIRE_BYE, "BYE", 8, false, check_bye, enc_bye, dec_bye),
 	T(WIRE_VERIFY_REQ, "VERIFY_REQ", 16, false, check_range, enc_rs_range, dec_rs_range),
 	T(WIRE_VERIFY_REPLY, "VERIFY_REPLY", 16, false, check_verify, enc_verify, dec_verify),
+	T(WIRE_TAKEOVER, "TAKEOVER", 8, false, check_takeover, enc_takeover, dec_takeover),
+	T(WIRE_HANDOVER, "HANDOVER", 24, false, check_handover, enc_handover, dec_handover),
 };
 
 bool wire_type_valid(uint16_t type)

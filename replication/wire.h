@@ -67,12 +67,17 @@ enum wire_type {
 	WIRE_BYE,
 	WIRE_VERIFY_REQ,	/* range: "send me the checksum of this region" */
 	WIRE_VERIFY_REPLY,	/* struct wire_verify */
+	WIRE_TAKEOVER,		/* live migration: "hand the Primary role to me" */
+	WIRE_HANDOVER,		/* the answer: struct wire_handover */
 	WIRE_TYPE_COUNT		/* one past the last type */
 };
 
 /* WRITE, TRIM and ZERO flags. */
 #define WIRE_WF_FUA 0x1u	/* durable before the ack */
 #define WIRE_WF_NO_HOLE 0x2u	/* ZERO only: allocate, do not punch */
+
+/* TAKEOVER flags. */
+#define WIRE_TO_SOFT 0x1u	/* only if the Primary has no NBD client left */
 
 /* Feature bits in HELLO (negotiated: the intersection is used). */
 #define WIRE_FEAT_TRIM 0x1u
@@ -149,6 +154,21 @@ struct wire_verify {
 	uint32_t crc;
 };
 
+/* TAKEOVER: a Secondary with a migration window asks its Primary for the
+ * role (window.c). */
+struct wire_takeover {
+	uint32_t flags;			/* WIRE_TO_SOFT */
+};
+
+/* HANDOVER: the Primary's answer.  error 0: it is Secondary now, every
+ * write it acknowledged is on the asker, which continues the sequence at
+ * seq and keeps the generation current.  Otherwise a positive errno: no. */
+struct wire_handover {
+	uint32_t error;			/* 0 or a positive errno < 4096 */
+	uint64_t seq;
+	uint64_t current;
+};
+
 struct wire_state {
 	uint8_t role;			/* 0 Secondary, 1 Primary */
 	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
@@ -170,6 +190,8 @@ struct wire_msg {
 		struct wire_range range;	/* TRIM, ZERO, RS_REQUEST, RS_ZERO, VERIFY_REQ */
 		struct wire_verify verify;	/* VERIFY_REPLY */
 		struct wire_state state;
+		struct wire_takeover takeover;
+		struct wire_handover handover;
 		uint32_t bye_reason;		/* enum wire_bye_reason */
 	} u;				/* AUTH_OK, FLUSH, PING, PING_ACK: empty */
 };

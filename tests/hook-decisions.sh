@@ -8,8 +8,11 @@
 # about, the NBD socket is recognised through a symlink and from
 # replagentd's configuration, hook.conf is read, a daemon that does not
 # answer is a refusal, and the hook never writes to stdout (libvirt would
-# take it as a new domain XML on migrate).  Every row runs with xmllint and
-# with the awk fallback.
+# take it as a new domain XML on migrate).  An incoming migration opens the
+# volume's migration window ("window open VOL"), a refused window refuses
+# the migration, a "release end" of an incoming domain closes it; with
+# auto-promote a Secondary may start the domain unless a peer is Primary.
+# Every row runs with xmllint and with the awk fallback.
 # shellcheck source=SCRIPTDIR/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -24,9 +27,16 @@ CALLS=$TESTDIR/calls
 
 # The stand-in CLI: "-s SOCKET show VOL" prints answers/VOL, or fails like
 # the real one for an unknown volume; answers/VOL.sleep makes it hang.
+# "-s SOCKET window open|close VOL" succeeds unless answers/VOL.nowindow
+# exists (then it fails with its text).
 cat >"$TESTDIR/fake-replagent" <<EOF
 #!/bin/sh
 echo "\$*" >>"$CALLS"
+if [ "\$1" = -s ] && [ "\$3" = window ]; then
+	[ -f "$TESTDIR/answers/\$5.nowindow" ] || exit 0
+	cat "$TESTDIR/answers/\$5.nowindow" >&2
+	exit 1
+fi
 [ "\$1" = -s ] && [ "\$3" = show ] || { echo "fake: bad call: \$*" >&2; exit 64; }
 [ -f "$TESTDIR/answers/\$4.sleep" ] && sleep 30
 [ -f "$TESTDIR/answers/\$4" ] || { echo "replagent: unknown volume \$4" >&2; exit 1; }
@@ -34,9 +44,10 @@ cat "$TESTDIR/answers/\$4"
 EOF
 chmod +x "$TESTDIR/fake-replagent"
 
-# answer VOL ROLE DISK [UP FROZEN CONNECTED]
+# answer VOL ROLE DISK [UP FROZEN CONNECTED AUTO_PROMOTE PEER_PRIMARY]
 answer() {
-	echo "role=$2 disk=$3 up=${4:-yes} frozen=${5:-no} clients=0 peers=1 connected=${6:-1} uptodate_peers=1" \
+	echo "role=$2 disk=$3 up=${4:-yes} frozen=${5:-no} clients=0 peers=1 connected=${6:-1}" \
+		"uptodate_peers=1 window=none auto_promote=${7:-no} peer_primary=${8:--}" \
 		>"$TESTDIR/answers/$1"
 }
 
@@ -197,6 +208,42 @@ run_others() {
 		run_hook start begin "$TESTDIR/one.xml"
 		expect 1 "not Primary" "a plain start after $end"
 	done
+	# The window: opened by migrate begin on a Secondary (not on a
+	# Primary), closed by the release end of an incoming domain, and a
+	# window that cannot open refuses the migration.
+	run_hook migrate begin "$TESTDIR/one.xml"
+	expect 0 "" "migrate begin opens the window"
+	grep -q -F -- "window open vm1" "$CALLS" || fail "migrate begin did not open the window: $(cat "$CALLS")"
+	run_hook release end "$TESTDIR/one.xml"
+	expect 0 "" "release end of an incoming domain"
+	grep -q -F -- "window close vm1" "$CALLS" || fail "release end did not close the window: $(cat "$CALLS")"
+	run_hook release end "$TESTDIR/one.xml"
+	grep -q -F -- "window" "$CALLS" && fail "release end of a domain that did not come in touched a window"
+	echo "replagent: window open vm1: not in sync with the Primary n1 (differs)" \
+		>"$TESTDIR/answers/vm1.nowindow"
+	run_hook migrate begin "$TESTDIR/one.xml"
+	expect 1 "cannot open the migration window: replagent: window open vm1: not in sync" \
+		"migrate begin when the window cannot open"
+	rm -f "$TESTDIR/answers/vm1.nowindow" "$TESTDIR/state/incoming-$UUID"
+	answer vm1 Primary UpToDate yes no 1
+	run_hook migrate begin "$TESTDIR/one.xml"
+	expect 0 "" "migrate begin on a Primary"
+	grep -q -F -- "window" "$CALLS" && fail "migrate begin on a Primary opened a window"
+	rm -f "$TESTDIR/state/incoming-$UUID"
+
+	# auto-promote: a Secondary may start it (QEMU's connection promotes)
+	# unless a peer is Primary; not when it is not UpToDate.
+	answer vm1 Secondary UpToDate yes no 1 yes -
+	run_hook prepare begin "$TESTDIR/one.xml"
+	expect 0 "" "start on an auto-promote Secondary, no Primary"
+	answer vm1 Secondary UpToDate yes no 1 yes n2
+	run_hook prepare begin "$TESTDIR/one.xml"
+	expect 1 "volume vm1 is Primary on n2" "start on an auto-promote Secondary while n2 is Primary"
+	answer vm1 Secondary Outdated yes no 1 yes -
+	run_hook prepare begin "$TESTDIR/one.xml"
+	expect 1 "replica is Outdated" "start on an Outdated auto-promote Secondary"
+	answer vm1 Secondary UpToDate yes no 1
+
 	# A stale mark (older than a minute) does not count.
 	run_hook migrate begin "$TESTDIR/one.xml"
 	touch -d '2 minutes ago' "$TESTDIR/state/incoming-$UUID"

@@ -110,6 +110,13 @@ static size_t samples(struct wire_msg *out)
 	m = (struct wire_msg){ .type = WIRE_VERIFY_REPLY, .seq = 113 };
 	m.u.verify = (struct wire_verify){ .offset = 65536, .len = 65536, .crc = 0xdeadbeef };
 	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_TAKEOVER, .seq = 114 };
+	m.u.takeover.flags = WIRE_TO_SOFT;
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_HANDOVER, .seq = 114 };
+	m.u.handover = (struct wire_handover){ .error = 0, .seq = 0x0102030405060708ull,
+					       .current = 0xfeedfacecafebeefull };
+	out[n++] = m;
 	return n;
 }
 
@@ -164,6 +171,12 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       a->u.state.current == b->u.state.current;
 	case WIRE_BYE:
 		return a->u.bye_reason == b->u.bye_reason;
+	case WIRE_TAKEOVER:
+		return a->u.takeover.flags == b->u.takeover.flags;
+	case WIRE_HANDOVER:
+		return a->u.handover.error == b->u.handover.error &&
+		       a->u.handover.seq == b->u.handover.seq &&
+		       a->u.handover.current == b->u.handover.current;
 	case WIRE_VERIFY_REPLY:
 		return a->u.verify.offset == b->u.verify.offset &&
 		       a->u.verify.len == b->u.verify.len && a->u.verify.crc == b->u.verify.crc;
@@ -401,6 +414,7 @@ static void test_rejects(void)
 	struct wire_msg rsq = sample_of(WIRE_RS_REQUEST), st = sample_of(WIRE_STATE);
 	struct wire_msg bye = sample_of(WIRE_BYE), ping = sample_of(WIRE_PING);
 	struct wire_msg rsd = sample_of(WIRE_RS_DATA), m;
+	struct wire_msg tko = sample_of(WIRE_TAKEOVER), hnd = sample_of(WIRE_HANDOVER);
 	enum { H = WIRE_HDR_LEN };
 	size_t len = 0;
 	uint8_t *f;
@@ -476,6 +490,12 @@ static void test_rejects(void)
 	reject("state reserved", &st, H + 3, 1, -EPROTO);
 	reject("bye reason", &bye, H + 3, WIRE_BYE_REASON_COUNT, -EPROTO);
 	reject("bye reserved", &bye, H + 7, 1, -EPROTO);
+	reject("takeover flag 2", &tko, H + 3, 2, -EPROTO);
+	reject("takeover reserved", &tko, H + 7, 1, -EPROTO);
+	reject("takeover undersized", &tko, 11, 4, -EMSGSIZE);
+	reject("handover error 4096", &hnd, H + 2, 0x10, -EPROTO);
+	reject("handover reserved", &hnd, H + 5, 1, -EPROTO);
+	reject("handover oversized", &hnd, 11, 25, -EMSGSIZE);
 	m = st;
 	m.u.state.outdate_notice = false;	/* node set without notice */
 	f = encode_alloc(&st, &len);
