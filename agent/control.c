@@ -274,6 +274,34 @@ static void cmd_promote(struct control *c, char **args, unsigned n, struct json_
 	role_answer(w, n == 2 ? "promote --force" : "promote", args[0], r, why);
 }
 
+/* Would a promotion be accepted now (the libvirt hook, before it lets a
+ * QEMU auto-promote a replica)?  The answer of promote, without doing it. */
+static void cmd_can_promote(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct repl_volume *vol = find_volume(c, args[0], w);
+	char why[256] = "";
+	int r;
+
+	if (!vol)
+		return;
+	r = c->ext.promote_guard && repl_volume_role(vol) != REPL_PRIMARY ?
+		c->ext.promote_guard(c->ext.arg, vol, false, why, sizeof(why)) : 0;
+	if (r == 0)
+		r = repl_volume_can_promote(vol, why, sizeof(why));
+	why[sizeof(why) - 1] = '\0';
+	if (r == 0) {
+		json_obj_begin(w);
+		json_kv_bool(w, "ok", true);
+		json_obj_end(w);
+		return;
+	}
+	json_obj_begin(w);
+	json_kv_bool(w, "ok", false);
+	json_kv_str(w, "error", *why ? why : strerror(-r));
+	json_kv_bool(w, "retry", r == -EAGAIN);
+	json_obj_end(w);
+}
+
 static void cmd_demote(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	struct repl_volume *vol = find_volume(c, args[0], w);
@@ -431,6 +459,7 @@ static const struct command {
 	{ "status", 0, 1, cmd_status, "status [VOLUME]" },
 	{ "promote", 1, 2, cmd_promote, "promote VOLUME [--force]" },
 	{ "demote", 1, 1, cmd_demote, "demote VOLUME" },
+	{ "can-promote", 1, 1, cmd_can_promote, "can-promote VOLUME" },
 	{ "version", 0, 0, cmd_version, "version" },
 	{ "disk-xml", 1, 2, cmd_disk_xml, "disk-xml VOLUME [TARGET-DEV]" },
 	{ "up", 1, 1, cmd_up, "up VOLUME" },

@@ -54,6 +54,9 @@ static void usage(FILE *f)
 		"  promote VOLUME [--force]  make this node Primary (--force: even if its\n"
 		"                            disk is not UpToDate)\n"
 		"  demote VOLUME             make this node Secondary\n"
+		"  can-promote VOLUME        would a promotion be accepted now? (exit 0,\n"
+		"                            else 1 and the reason; 75 if it may be\n"
+		"                            accepted in a moment: try again)\n"
 		"  disk-xml VOLUME [DEV]     the libvirt <disk> element for VOLUME\n"
 		"  up VOLUME                 take part in replication (a started resource)\n"
 		"  down VOLUME               stop taking part (refused while Primary)\n"
@@ -508,6 +511,24 @@ static int role_change(struct cli *cli, const char *what, bool force)
 }
 
 static int cmd_promote(struct cli *cli) { return role_change(cli, "promote", cli->flag); }
+
+static int cmd_can_promote(struct cli *cli)
+{
+	struct json_value *ans;
+	char req[256], msg[128];
+	int ex = EX_OK;
+
+	snprintf(req, sizeof(req), "can-promote %s\n", cli->args[0]);
+	if (ask(cli, req, &ans, NULL) < 0)
+		return EXIT_FAILED;
+	if (!json_get_bool(ans, "ok")) {
+		snprintf(msg, sizeof(msg), "can-promote %s", cli->args[0]);
+		print_refusal(msg, ans);
+		ex = json_get_bool(ans, "retry") ? EX_TEMPFAIL : EXIT_FAILED;
+	}
+	json_value_free(ans);
+	return ex;
+}
 static int cmd_demote(struct cli *cli) { return role_change(cli, "demote", false); }
 
 static int cmd_version(struct cli *cli)
@@ -672,6 +693,7 @@ static const struct command commands[] = {
 	{ "status", 0, 1, "--json", cmd_status },
 	{ "promote", 1, 1, "--force", cmd_promote },
 	{ "demote", 1, 1, NULL, cmd_demote },
+	{ "can-promote", 1, 1, NULL, cmd_can_promote },
 	{ "version", 0, 0, NULL, cmd_version },
 	{ "disk-xml", 1, 2, NULL, cmd_disk_xml },
 	{ "up", 1, 1, NULL, cmd_up },

@@ -162,6 +162,8 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
  * not UpToDate without force). */
 int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t whylen);
 int repl_volume_demote(struct repl_volume *vol, char *why, size_t whylen);
+/* Would repl_volume_promote(vol, false) succeed now?  0 or its refusal. */
+int repl_volume_can_promote(const struct repl_volume *vol, char *why, size_t whylen);
 
 /* Online verify: compares every region's checksum with the connected
  * peers while the volume is in use; repl_volume_status() reports progress

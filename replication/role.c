@@ -123,13 +123,9 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 	repl__gen_store(sb, -1, &g);
 }
 
-int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t len)
+/* The engine's promotion rules (the cluster's are its hook's). */
+static int promote_check(const struct repl_volume *vol, bool force, char *why, size_t len)
 {
-	struct meta_super sb = *meta_get(vol->meta);
-	int r;
-
-	if (vol->role == REPL_PRIMARY)
-		return 0;
 	if (vol->down)
 		return refuse(why, len, -EPERM, "the volume is down on this node: "
 			      "bring it up first%s", "");
@@ -145,6 +141,24 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 		return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
 			      "acknowledged writes (--force overrides)",
 			      gen_disk_name(vol->disk_state));
+	return 0;
+}
+
+int repl_volume_can_promote(const struct repl_volume *vol, char *why, size_t len)
+{
+	return vol->role == REPL_PRIMARY ? 0 : promote_check(vol, false, why, len);
+}
+
+int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t len)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+	int r;
+
+	if (vol->role == REPL_PRIMARY)
+		return 0;
+	r = promote_check(vol, force, why, len);
+	if (r < 0)
+		return r;
 	if (force && vol->disk_state != GEN_DISK_UPTODATE)
 		plog(LOG_CRIT, vol->name, "FORCED promotion of a %s replica: writes "
 		     "acknowledged elsewhere may be lost", gen_disk_name(vol->disk_state));

@@ -271,6 +271,8 @@ void repl__window_io(struct repl_volume *vol, struct repl_io *io)
 	send_takeover(vol, w, false);
 }
 
+static void partner_left_role(struct repl_volume *vol, struct window *w);
+
 /* The Primary handed over: we are Primary, with its sequence and
  * generation, and the held writes go. */
 static void take_role(struct repl_volume *vol, struct peer *p, const struct wire_handover *h)
@@ -321,6 +323,12 @@ void repl__window_on_handover(struct peer *p, uint64_t seq, const struct wire_ha
 	}
 	if (err == -EBUSY || err == -EAGAIN)
 		return;		/* asked again later */
+	if (err == -EINVAL && p->peer_role != REPL_PRIMARY) {
+		/* It demoted by itself (its last client left) before it saw
+		 * the request: the role is free. */
+		partner_left_role(vol, w);
+		return;
+	}
 	plog(LOG_WARNING, vol->name, "%s refused the Primary role: %s", p->node,
 	     strerror(-err));
 	if (err == -ESTALE)
@@ -358,8 +366,8 @@ static void partner_left_role(struct repl_volume *vol, struct window *w)
 		return;
 	}
 	vol->auto_promoted = vol->auto_promote;
-	plog(LOG_NOTICE, vol->name, "the Primary demoted: took the role for the "
-	     "migration's clients");
+	plog(LOG_NOTICE, vol->name, "took the Primary role for the migration's clients "
+	     "(%s had demoted)", vol->peers[w->partner]->node);
 	ios_restart(vol, held_take(w));
 	window_end(vol, 0, false, NULL);
 }

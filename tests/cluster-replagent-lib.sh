@@ -10,7 +10,8 @@
 #   rc_requires                    skip (77) unless the cluster can be made
 #   rc_setup N                     N nodes, corosync quorate, replagentd
 #                                  answering on every node
-#   rc_write_conf I                node I's config ($TESTDIR/nodes/nI/replagent.conf)
+#   rc_write_conf I                node I's config ($TESTDIR/nodes/nI/replagent.conf;
+#                                  RC_GLOBAL_EXTRA: more lines for [global])
 #   rc_start I                     replagentd on node I (corosync must run)
 #   rc_start_node I                corosync + replagentd on node I (a reboot)
 #   rc_stop I                      SIGTERM node I's replagentd, wait for it
@@ -37,6 +38,7 @@ fi
 REPLAGENT=${REPLAGENT:-$top_builddir/agent/replagent}
 RC_CLI_TIMEOUT=${RC_CLI_TIMEOUT:-15}
 RC_KEY=
+RC_GLOBAL_EXTRA=
 declare -a RC_PID=() RC_CONF=() RC_CTL=() RC_NBD=() RC_DATA=()
 
 rc_requires() {
@@ -66,6 +68,8 @@ rc_write_conf() {
 		key-file = $RC_KEY
 		log-level = debug
 	EOF
+	[ -z "$RC_GLOBAL_EXTRA" ] || printf '%s\n' "$RC_GLOBAL_EXTRA" >>"${RC_CONF[i]}" ||
+		hard_error "cannot write ${RC_CONF[i]}"
 }
 
 # rc_uri I [VOL]: the NBD URI of VOL on node I.

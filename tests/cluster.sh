@@ -11,9 +11,10 @@
 # default route) plugged into a bridge, plus a mount (and UTS: hostname nI)
 # namespace in which its own directories are bind-mounted over /run,
 # /dev/shm (a tmpfs), /etc/corosync, /var/lib/corosync, /var/lib/pacemaker,
-# /var/log/{corosync,pacemaker}, /etc/pacemaker, /var/lib/pcsd and the
-# libvirt directories (/etc/libvirt is a copy of the host's), so that its
-# daemons see only their own state.  Everything under /tmp (so $TESTDIR) is
+# /var/log/{corosync,pacemaker}, /etc/pacemaker, /var/lib/pcsd, the
+# libvirt directories (/etc/libvirt is a copy of the host's) and /etc/hosts
+# (the host's, plus every node's name: libvirt migrates to "n2"), so that
+# its daemons see only their own state.  Everything under /tmp (so $TESTDIR) is
 # shared: Unix sockets placed under $TESTDIR are reachable from the root
 # namespace and from every node (replagentd's control and NBD sockets go to
 # $TESTDIR/nodes/nI/sock/, made for that).  The bridge lives in a "switch"
@@ -153,6 +154,13 @@ cluster_create() {
 	for ((i = 1; i <= n; i++)); do
 		_cluster_corosync_conf >"${CL_DIR[i]}/etc/corosync/corosync.conf" ||
 			hard_error "cannot write corosync.conf"
+		{
+			grep -v -E '[[:space:]]n[0-9]+([[:space:]]|$)' /etc/hosts 2>/dev/null
+			for ((x = 1; x <= n; x++)); do
+				printf '%s\tn%d\n' "${CL_IP[x]}" "$x"
+			done
+		} >"${CL_DIR[i]}/hosts" || hard_error "cannot write the hosts file"
+		chmod 0644 "${CL_DIR[i]}/hosts"
 	done
 	log "cluster $tag: $n nodes on $CL_SUBNET.0/24 (namespaces $tag-n1..n$n, switch $CL_SWITCH)"
 }
@@ -244,6 +252,7 @@ for m in lib/corosync:/var/lib/corosync lib/pacemaker:/var/lib/pacemaker \
 		mount --bind "$src" "$dst"
 	fi
 done
+[ -f "$d/hosts" ] && mount --bind "$d/hosts" /etc/hosts
 # Fence agents of the tests, in front of the real /usr/sbin.
 if [ -d "$t/sbin" ]; then
 	mount -t overlay overlay -o "lowerdir=$t/sbin:/usr/sbin" /usr/sbin ||

@@ -37,6 +37,11 @@ if [ "\$1" = -s ] && [ "\$3" = window ]; then
 	cat "$TESTDIR/answers/\$5.nowindow" >&2
 	exit 1
 fi
+if [ "\$1" = -s ] && [ "\$3" = can-promote ]; then
+	[ -f "$TESTDIR/answers/\$4.nopromote" ] || exit 0
+	cat "$TESTDIR/answers/\$4.nopromote" >&2
+	exit 1
+fi
 [ "\$1" = -s ] && [ "\$3" = show ] || { echo "fake: bad call: \$*" >&2; exit 64; }
 [ -f "$TESTDIR/answers/\$4.sleep" ] && sleep 30
 [ -f "$TESTDIR/answers/\$4" ] || { echo "replagent: unknown volume \$4" >&2; exit 1; }
@@ -242,6 +247,13 @@ run_others() {
 	answer vm1 Secondary Outdated yes no 1 yes -
 	run_hook prepare begin "$TESTDIR/one.xml"
 	expect 1 "replica is Outdated" "start on an Outdated auto-promote Secondary"
+	answer vm1 Secondary UpToDate yes no 1 yes -
+	echo "replagent: can-promote vm1: this node's partition has no quorum" \
+		>"$TESTDIR/answers/vm1.nopromote"
+	run_hook prepare begin "$TESTDIR/one.xml"
+	expect 1 "cannot become Primary here: can-promote vm1: this node's partition has no quorum" \
+		"start on an auto-promote Secondary the daemon would not promote"
+	rm -f "$TESTDIR/answers/vm1.nopromote"
 	answer vm1 Secondary UpToDate yes no 1
 
 	# A stale mark (older than a minute) does not count.
