@@ -380,7 +380,7 @@ cluster_exec() {
 # _cl_forget I: forget the processes of node I that have exited.
 _cl_forget() {
 	local p left=''
-	for p in ${CL_PIDS[$1]}; do
+	for p in ${CL_PIDS[$1]:-}; do
 		_cl_live "$p" && left="$left $p"
 	done
 	CL_PIDS[$1]=$left
