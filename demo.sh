@@ -44,12 +44,6 @@ note() { printf '    %s\n' "$*"; }
 cluster_demo() {
 	local on oi to ti t_kill dt last boot2 now_on k
 
-	export top_srcdir=$top top_builddir=$build
-	set +u	# the harness is written for bash without -u
-	# The project's test harness makes the nodes (tests/cluster.sh); its
-	# cleanup stops what it started and deletes the namespaces.
-	# shellcheck source=tests/guest-cluster-lib.sh
-	. "$top/tests/guest-cluster-lib.sh" || exit 1
 	gc_requires
 
 	# on I CMD...: a command run on node I, shown as typed there.
@@ -122,7 +116,7 @@ cluster_demo() {
 		note "=> AN ACKNOWLEDGED WRITE WAS LOST: this is a bug"
 	fi
 	on "$k" pcs status 2>/dev/null | sed -n '/^Node List/,/^Full List/p' | grep -v '^Full List'
-	on "$k" stonith_admin --history "n$ti" 2>&1 | head -n 1 | sed 's/^/    /'
+	on "$k" stonith_admin --history "n$ti" 2>&1 | grep -m 1 . | sed "s/^/    /"
 	ra "${now_on#n}" status "$GC_NAME"
 	note "(exit code $?: 1 = degraded, n$ti is gone; it resyncs what it missed when it comes back)"
 	say "Tearing everything down (the nodes' processes by PID, the namespaces, the files)"
@@ -218,6 +212,13 @@ replication_demo() {
 }
 
 if [ "$mode" = cluster ]; then
+	export top_srcdir=$top top_builddir=$build
+	set +u	# the harness is written for bash without -u
+	# The project's test harness makes the nodes (tests/cluster.sh); its
+	# cleanup stops what it started and deletes the namespaces.  Sourced
+	# here, not in a function, where its arrays would be local.
+	# shellcheck source=tests/guest-cluster-lib.sh
+	. "$top/tests/guest-cluster-lib.sh" || exit 1
 	cluster_demo
 	exit 0
 else

@@ -398,6 +398,16 @@ static void window_tick(void *arg)
 	}
 	if (w->asked && now - w->asked_ms >= WINDOW_ASK_RETRY_MS)
 		w->asked = false;
+	/* The role went elsewhere (a third replica): ask that one. */
+	for (unsigned i = 0; i < vol->n_peers && p->peer_role != REPL_PRIMARY && !w->asked; i++) {
+		struct peer *o = vol->peers[i];
+		if (o != p && peer_in_sync(o) && o->peer_role == REPL_PRIMARY) {
+			plog(LOG_INFO, vol->name, "migration window: the Primary is %s now",
+			     o->node);
+			w->partner = o->idx;
+			p = o;
+		}
+	}
 	if (p->peer_role != REPL_PRIMARY && !w->asked) {
 		partner_left_role(vol, w);
 		if (!vol->window)
