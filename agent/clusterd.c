@@ -21,6 +21,7 @@
 #include "cluster.h"
 #include "clmsg.h"
 #include "clusterd.h"
+#include "clview.h"
 #include "control.h"
 #include "json.h"
 #include "log.h"
@@ -573,7 +574,7 @@ static void on_sync_done(struct clusterd *cd, uint32_t nodeid)
 		cd->synced = true;
 		log_info("cluster: state exchanged with every member");
 		apply_quorum(cd);
-	}
+		}
 }
 
 static int learn_identity(struct clusterd *cd)
@@ -609,7 +610,7 @@ static void connection(void *arg, bool up)
 	if (!up) {
 		log_warn("cluster: lost corosync; volumes freeze until it is back");
 		quorum(cd, false);
-		return;
+			return;
 	}
 	if (!cd->ready) {
 		if (learn_identity(cd) < 0) {
@@ -805,11 +806,67 @@ static bool command(void *arg, char **w, unsigned n, struct json_writer *jw)
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
+static void view(void *arg, struct clview *out)
+{
+	clusterd_view(arg, out);
+}
+
 void clusterd_attach_control(struct clusterd *cd, struct control *ctl)
 {
-	struct control_ext ext = { cd, promote_guard, command };
+	struct control_ext ext = {
+		.arg = cd, .promote_guard = promote_guard, .command = command,
+		.cluster_view = view,
+	};
 
 	control_set_ext(ctl, &ext);
+}
+
+/* ---- the view ------------------------------------------------------------------------- */
+
+static struct clview_node *view_node(struct clview *v, uint32_t nodeid, const char *name)
+{
+	struct clview_node *n;
+
+	for (unsigned i = 0; i < v->n_nodes; i++)
+		if (v->nodes[i].nodeid == nodeid)
+			return &v->nodes[i];
+	if (v->n_nodes == CLVIEW_NODES_MAX)
+		return NULL;
+	n = &v->nodes[v->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	n->nodeid = nodeid;
+	copy_str(n->name, sizeof(n->name), name);
+	return n;
+}
+
+static int by_nodeid(const void *a, const void *b)
+{
+	const struct clview_node *x = a, *y = b;
+
+	return x->nodeid < y->nodeid ? -1 : x->nodeid > y->nodeid;
+}
+
+void clusterd_view(const struct clusterd *cd, struct clview *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->cluster = true;
+	copy_str(out->node, sizeof(out->node), cd->cfg->node);
+	out->nodeid = cd->nodeid;
+	out->connected = cluster_connected(cd->cl);
+	out->quorate = cd->quorate;
+	out->synced = cd->synced;
+	for (size_t i = 0; i < cd->n_nodes; i++) {
+		struct clview_node *n = view_node(out, cd->nodes[i].nodeid, cd->nodes[i].node);
+		if (n)
+			copy_str(n->addr, sizeof(n->addr), cd->nodes[i].addr);
+	}
+	/* A member that has not announced itself yet is still a member. */
+	for (size_t i = 0; i < cd->n_members; i++) {
+		struct clview_node *n = view_node(out, cd->members[i], "");
+		if (n)
+			n->member = true;
+	}
+	qsort(out->nodes, out->n_nodes, sizeof(out->nodes[0]), by_nodeid);
 }
 
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,

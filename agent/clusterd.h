@@ -16,12 +16,16 @@
 
 struct clusterd;
 struct control;
+struct clview;
 
 /* cfg->node is set to corosync's name of this node once it is known. */
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		  const uint8_t *key, size_t key_len, struct clusterd **out);
-/* Adds volume commands and the quorum rule to the control socket. */
+/* Adds volume commands, the quorum rule and the cluster view to the
+ * control socket. */
 void clusterd_attach_control(struct clusterd *cd, struct control *ctl);
 void clusterd_close(struct clusterd *cd);	/* NULL ok */
 
+/* This node, quorum, the state exchange and the known nodes, as now. */
+void clusterd_view(const struct clusterd *cd, struct clview *out);
 #endif

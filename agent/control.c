@@ -17,6 +17,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clview.h"
 #include "control.h"
 #include "json.h"
 #include "log.h"
@@ -57,6 +58,16 @@ struct control {
 void control_set_ext(struct control *c, const struct control_ext *ext)
 {
 	c->ext = *ext;
+}
+
+/* The cluster view as status shows it (mode static without an ext). */
+static void cluster_view(const struct control *c, struct clview *out)
+{
+	if (c->ext.cluster_view) {
+		c->ext.cluster_view(c->ext.arg, out);
+		return;
+	}
+	memset(out, 0, sizeof(*out));
 }
 
 /* ---- clients -------------------------------------------------------------- */
@@ -160,6 +171,18 @@ static void put_peer(struct json_writer *w, const struct repl_peer_status *p)
 	json_obj_end(w);
 }
 
+static void put_tuning(struct json_writer *w, const struct repl_volume_status *st)
+{
+	json_key(w, "tuning");
+	json_obj_begin(w);
+	json_kv_u64(w, "resync_rate_max", st->resync_rate_max);
+	json_kv_u64(w, "outdate_timeout_ms", st->outdate_timeout_ms);
+	json_kv_str(w, "after_sb_0pri", st->after_sb[0]);
+	json_kv_str(w, "after_sb_1pri", st->after_sb[1]);
+	json_kv_str(w, "after_sb_2pri", st->after_sb[2]);
+	json_obj_end(w);
+}
+
 static void put_volume(struct json_writer *w, const struct repl_volume *vol)
 {
 	struct repl_volume_status st;
@@ -177,6 +200,7 @@ static void put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_u64(w, "clients", st.clients);
 	json_kv_bool(w, "io_frozen", st.io_frozen);
 	json_kv_bool(w, "up", st.up);
+	put_tuning(w, &st);
 	if (st.verify_total) {
 		json_key(w, "verify");
 		json_obj_begin(w);
@@ -215,6 +239,20 @@ static struct repl_volume *find_volume(struct control *c, const char *name,
 	return vol;
 }
 
+static void put_cluster(struct control *c, struct json_writer *w)
+{
+	struct clview *v = malloc(sizeof(*v));
+
+	json_key(w, "cluster");
+	if (!v) {
+		json_null(w);
+		return;
+	}
+	cluster_view(c, v);
+	clview_put(w, v);
+	free(v);
+}
+
 static void cmd_status(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	struct repl_volume *only = NULL;
@@ -232,8 +270,10 @@ static void cmd_status(struct control *c, char **args, unsigned n, struct json_w
 	     v = repl_volume_next(v))
 		put_volume(w, v);
 	json_arr_end(w);
+	put_cluster(c, w);
 	json_obj_end(w);
 }
+
 
 /* The outcome of a role change, logged (it changes the cluster) and sent. */
 static void role_answer(struct json_writer *w, const char *what, const char *vol,

@@ -20,6 +20,7 @@
 
 struct control;
 struct json_writer;
+struct clview;
 
 /* What cluster mode adds to the control socket. */
 struct control_ext {
@@ -29,6 +30,8 @@ struct control_ext {
 			     size_t whylen);
 	/* A command the static daemon does not know: true if it answered. */
 	bool (*command)(void *arg, char **words, unsigned n, struct json_writer *w);
+	/* The cluster view for status answers (NULL: static mode). */
+	void (*cluster_view)(void *arg, struct clview *out);
 };
 
 /* Creates cfg->control_socket (its parent directory 0755 if missing, a

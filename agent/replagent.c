@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "evtext.h"
 #include "health.h"
 #include "json.h"
 #include "util.h"
@@ -50,7 +51,8 @@ static void usage(FILE *f)
 		"Usage: replagent [-s SOCKET] COMMAND [ARGS]\n"
 		"Query and control replagentd through its control socket.\n\n"
 		"Commands:\n"
-		"  status [VOLUME] [--json]  roles, disk and link states, resync progress\n"
+		"  status [VOLUME] [--json]  roles, disk and link states, resync progress,\n"
+		"                            the cluster's quorum and nodes\n"
 		"  promote VOLUME [--force]  make this node Primary (--force: even if its\n"
 		"                            disk is not UpToDate)\n"
 		"  demote VOLUME             make this node Secondary\n"
@@ -78,8 +80,9 @@ static void usage(FILE *f)
 		"  -V, --version        print this program's version only\n\n"
 		"Exit status of status: 0 healthy, 1 degraded (peer not connected, resync\n"
 		"running, peer disk not UpToDate, I/O frozen), 2 critical (split brain,\n"
-		"failed or missing local disk, Primary not UpToDate), 3 unknown (daemon\n"
-		"unreachable, error, unexpected answer).\n"
+		"failed or missing local disk, Primary not UpToDate, partition not quorate),\n"
+		"3 unknown (daemon unreachable, error, unexpected answer); a cluster node\n"
+		"gone is degraded.\n"
 		"Other commands: 0 done, 1 refused by the daemon or daemon unreachable.\n"
 		"All commands: 64 usage error.\n");
 }
@@ -435,11 +438,43 @@ static enum health overall_health(const struct json_value *vols, char *why, size
 	return worst;
 }
 
+/* -1 when the member is missing or no boolean. */
+static int tristate(const struct json_value *v, const char *key)
+{
+	const struct json_value *b = json_get(v, key);
+
+	return b && b->type == JSON_BOOL ? b->b : -1;
+}
+
+/* The cluster object's health (none, or static mode: OK). */
+static enum health cluster_health(const struct json_value *c, char *why, size_t whylen)
+{
+	const struct json_value *nodes = json_get(c, "nodes"), *n;
+	struct health_node hn[64];
+	struct health_cluster hc = {
+		.mode = json_get_str(c, "mode"), .connected = tristate(c, "connected"),
+		.quorate = tristate(c, "quorate"), .synced = tristate(c, "synced"), .nodes = hn,
+	};
+
+	if (c && !hc.mode) {
+		snprintf(why, whylen, "cluster: no mode");
+		return HEALTH_UNKNOWN;
+	}
+	for (n = nodes ? nodes->child : NULL; n && hc.n_nodes < ARRAY_SIZE(hn); n = n->next)
+		hn[hc.n_nodes++] = (struct health_node){
+			.name = json_get_str(n, "name"), .member = json_get_bool(n, "member"),
+		};
+	return health_cluster(&hc, why, whylen);
+}
+
 static void print_status(const struct json_value *ans, const struct json_value *vols)
 {
 	struct widths w = { 0 };
+	char line[2048];
 
 	printf("node %s\n", or_unknown(json_get_str(ans, "node")));
+	if (evtext_cluster(json_get(ans, "cluster"), line, sizeof(line)))
+		printf("%s\n", line);
 	if (!vols->child)
 		printf("no volumes\n");
 	measure(vols, &w);
@@ -469,7 +504,14 @@ static int cmd_status(struct cli *cli)
 		fprintf(stderr, "replagent: unexpected answer from %s\n", cli->socket);
 		h = HEALTH_UNKNOWN;
 	} else {
+		char cwhy[256];
+		enum health ch = cluster_health(json_get(ans, "cluster"), cwhy, sizeof(cwhy));
+
 		h = overall_health(vols, why, sizeof(why));
+		if (health_worse(h, ch) != h) {
+			h = ch;
+			snprintf(why, sizeof(why), "%s", cwhy);
+		}
 		if (!cli->flag)
 			print_status(ans, vols);
 		if (!cli->flag && h != HEALTH_OK)
