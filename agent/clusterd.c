@@ -75,7 +75,15 @@ struct clusterd {
 	struct primary_rec primaries[256];
 	size_t n_primaries;
 	struct pending_outdate *pending;
+	void (*notify)(void *arg);	/* the view may have changed */
+	void *notify_arg;
 };
+
+static void notify(struct clusterd *cd)
+{
+	if (cd->notify)
+		cd->notify(cd->notify_arg);
+}
 
 /* ---- sending ------------------------------------------------------------------ */
 
@@ -362,6 +370,7 @@ static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 	log_info("cluster: node %s (%" PRIu32 ") replicates at %s", kn->node, kn->nodeid,
 		 kn->addr);
 	apply_addresses(cd, kn);
+	notify(cd);
 }
 
 static void on_voldef(struct clusterd *cd, const struct voldef *d)
@@ -492,6 +501,7 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	apply_quorum(cd);
 	if (cd->ready)
 		send_state(cd);
+	notify(cd);
 }
 
 static void drop_pending(struct clusterd *cd, const char *volume)
@@ -561,6 +571,7 @@ static void quorum(void *arg, bool quorate)
 	apply_quorum(cd);
 	if (quorate && cd->ready)
 		send_state(cd);
+	notify(cd);
 }
 
 static void on_sync_done(struct clusterd *cd, uint32_t nodeid)
@@ -574,7 +585,8 @@ static void on_sync_done(struct clusterd *cd, uint32_t nodeid)
 		cd->synced = true;
 		log_info("cluster: state exchanged with every member");
 		apply_quorum(cd);
-		}
+		notify(cd);
+	}
 }
 
 static int learn_identity(struct clusterd *cd)
@@ -610,7 +622,8 @@ static void connection(void *arg, bool up)
 	if (!up) {
 		log_warn("cluster: lost corosync; volumes freeze until it is back");
 		quorum(cd, false);
-			return;
+		notify(cd);
+		return;
 	}
 	if (!cd->ready) {
 		if (learn_identity(cd) < 0) {
@@ -622,11 +635,13 @@ static void connection(void *arg, bool up)
 	}
 	quorum(cd, cluster_quorate(cd->cl));
 	send_state(cd);
+	notify(cd);
 }
 
 /* ---- engine hooks -------------------------------------------------------------------- */
 
-static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, uint64_t token)
+int clusterd_hook_outdate(void *arg, struct repl_volume *vol, const char *node,
+			  uint64_t token)
 {
 	struct clusterd *cd = arg;
 	struct pending_outdate *po = calloc(1, sizeof(*po));
@@ -643,7 +658,7 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 	return 0;
 }
 
-static void hook_changed(void *arg, struct repl_volume *vol)
+void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 {
 	struct clusterd *cd = arg;
 
@@ -869,12 +884,17 @@ void clusterd_view(const struct clusterd *cd, struct clview *out)
 	qsort(out->nodes, out->n_nodes, sizeof(out->nodes[0]), by_nodeid);
 }
 
+void clusterd_set_notify(struct clusterd *cd, void (*fn)(void *arg), void *arg)
+{
+	cd->notify = fn;
+	cd->notify_arg = arg;
+}
+
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		  const uint8_t *key, size_t key_len, struct clusterd **out)
 {
 	static const struct cluster_ops ops = { deliver, membership, quorum, connection };
 	struct clusterd *cd = calloc(1, sizeof(*cd));
-	struct repl_hooks hooks;
 	char dir[4096];
 	int r;
 
@@ -891,8 +911,6 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		log_warn("cluster: %d volume definition file(s) skipped", r);
 	if (r < 0)
 		goto fail;
-	hooks = (struct repl_hooks){ cd, hook_outdate, hook_changed };
-	repl_engine_set_hooks(eng, &hooks);
 	r = cluster_open(loop, &ops, cd, &cd->cl);
 	if (r < 0)
 		goto fail;

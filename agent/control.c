@@ -19,6 +19,7 @@
 
 #include "clview.h"
 #include "control.h"
+#include "events.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
@@ -36,6 +37,8 @@ struct client {
 	void *timer;
 	char *out;		/* the answer, once there is one */
 	size_t out_len, out_off;
+	bool wants_events;	/* asked for events: hand it over */
+	char events_vol[REPL_NAME_MAX + 1];
 	size_t in_len;
 	char in[CONTROL_REQUEST_MAX];
 };
@@ -53,11 +56,18 @@ struct control {
 	struct client *clients;
 	unsigned n_clients;
 	struct control_ext ext;
+	struct events *events;
+	struct client *current;	/* whose request is being answered */
 };
 
 void control_set_ext(struct control *c, const struct control_ext *ext)
 {
 	c->ext = *ext;
+}
+
+void control_set_events(struct control *c, struct events *ev)
+{
+	c->events = ev;
 }
 
 /* The cluster view as status shows it (mode static without an ext). */
@@ -72,12 +82,15 @@ static void cluster_view(const struct control *c, struct clview *out)
 
 /* ---- clients -------------------------------------------------------------- */
 
+/* Forgets cl; its fd is closed unless it was handed over (fd -1). */
 static void drop(struct client *cl)
 {
 	struct control *c = cl->ctl;
 
-	evloop_fd_del(c->loop, cl->fd);
-	close(cl->fd);
+	if (cl->fd >= 0) {
+		evloop_fd_del(c->loop, cl->fd);
+		close(cl->fd);
+	}
 	if (cl->timer)
 		evloop_timer_del(c->loop, cl->timer);
 	if (cl->prev)
@@ -183,7 +196,7 @@ static void put_tuning(struct json_writer *w, const struct repl_volume_status *s
 	json_obj_end(w);
 }
 
-static void put_volume(struct json_writer *w, const struct repl_volume *vol)
+void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 {
 	struct repl_volume_status st;
 
@@ -265,15 +278,30 @@ static void cmd_status(struct control *c, char **args, unsigned n, struct json_w
 	json_key(w, "volumes");
 	json_arr_begin(w);
 	if (only)
-		put_volume(w, only);
+		control_put_volume(w, only);
 	for (struct repl_volume *v = only ? NULL : repl_volume_first(c->eng); v;
 	     v = repl_volume_next(v))
-		put_volume(w, v);
+		control_put_volume(w, v);
 	json_arr_end(w);
 	put_cluster(c, w);
 	json_obj_end(w);
 }
 
+/* Marks the client for events.c, which takes it once this returns
+ * (answer()); the first line it gets is the snapshot, from there. */
+static void cmd_events(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct client *cl = c->current;
+
+	if (n == 1 && !find_volume(c, args[0], w))
+		return;
+	if (!c->events || !cl) {
+		answer_error(w, "events are not available");
+		return;
+	}
+	cl->wants_events = true;
+	snprintf(cl->events_vol, sizeof(cl->events_vol), "%s", n == 1 ? args[0] : "");
+}
 
 /* The outcome of a role change, logged (it changes the cluster) and sent. */
 static void role_answer(struct json_writer *w, const char *what, const char *vol,
@@ -437,6 +465,7 @@ static const struct command {
 	{ "verify", 1, 2, cmd_verify, "verify VOLUME [--repair]" },
 	{ "resolve", 3, 3, cmd_resolve, "resolve VOLUME --keep NODE" },
 	{ "down", 1, 1, cmd_down, "down VOLUME" },
+	{ "events", 0, 1, cmd_events, "events [VOLUME]" },
 };
 
 /* Splits line in place into words separated by spaces or tabs; -EINVAL
@@ -479,9 +508,25 @@ static void dispatch(struct control *c, char *line, struct json_writer *w)
 	}
 	if (c->ext.command && c->ext.command(c->ext.arg, words, n, w))
 		return;
-	answer_error(w, "unknown command \"%.64s\" (known: status, promote, demote, version%s)",
+	answer_error(w, "unknown command \"%.64s\" (known: status, events, promote, demote, "
+		     "version%s)",
 		     words[0], c->ext.command ? ", volume-create, volume-list, volume-delete, "
 		     "disk-xml" : "");
+}
+
+/* From here on the connection is events.c's (which closes it if it
+ * cannot take it). */
+static void hand_over(struct client *cl)
+{
+	struct control *c = cl->ctl;
+	char vol[sizeof(cl->events_vol)];
+	int fd = cl->fd;
+
+	memcpy(vol, cl->events_vol, sizeof(vol));
+	evloop_fd_del(c->loop, fd);
+	cl->fd = -1;
+	drop(cl);
+	events_subscribe(c->events, fd, vol[0] ? vol : NULL);
 }
 
 /* Builds the answer to line, or the error err if line is NULL, and
@@ -493,10 +538,17 @@ static void answer(struct client *cl, char *line, const char *err)
 	size_t len;
 
 	json_writer_init(&w);
+	cl->ctl->current = cl;
 	if (line)
 		dispatch(cl->ctl, line, &w);
 	else
 		answer_error(&w, "%s", err);
+	cl->ctl->current = NULL;
+	if (cl->wants_events) {
+		json_writer_release(&w);
+		hand_over(cl);
+		return;
+	}
 	if (json_writer_result(&w, &text, &len) == 0 && (cl->out = malloc(len + 1))) {
 		memcpy(cl->out, text, len);
 		cl->out[len] = '\n';

@@ -1,8 +1,9 @@
 /* replagentd.c: the node daemon.  In static mode it serves the volumes that
  * its configuration file declares, over NBD, on an epoll loop; main() reads
- * as the list of steps, with one teardown at the end.  Exit codes are
- * sysexits(3): 64 usage, 78 configuration, 73 cannot create a volume or
- * socket, 75 already running. */
+ * as the list of steps, with one teardown at the end.  It owns the engine's
+ * hooks and hands them to cluster mode and to the event subscribers.  Exit
+ * codes are sysexits(3): 64 usage, 78 configuration, 73 cannot create a
+ * volume or socket, 75 already running. */
 #include "config.h"
 
 #include <errno.h>
@@ -20,7 +21,9 @@
 
 #include "cfg.h"
 #include "clusterd.h"
+#include "clview.h"
 #include "control.h"
+#include "events.h"
 #include "evloop.h"
 #include "log.h"
 #include "qblog.h"
@@ -43,6 +46,7 @@ struct daemon {
 	struct repl_engine *eng;
 	struct control *control;
 	struct clusterd *clusterd;
+	struct events *events;
 	int pidfd;
 	uint8_t key[WIRE_KEY_MAX];
 	size_t key_len;
@@ -389,6 +393,50 @@ static int open_cluster(struct daemon *d)
 	return 0;
 }
 
+/* ---- the engine's hooks: cluster mode's, and the events' ---------------------- */
+
+static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, uint64_t token)
+{
+	struct daemon *d = arg;
+
+	return d->clusterd ? clusterd_hook_outdate(d->clusterd, vol, node, token) : -ENOTSUP;
+}
+
+static void hook_changed(void *arg, struct repl_volume *vol)
+{
+	struct daemon *d = arg;
+
+	if (d->clusterd)
+		clusterd_hook_changed(d->clusterd, vol);
+	events_volume_changed(d->events, vol);
+}
+
+static void cluster_view(void *arg, struct clview *out)
+{
+	clusterd_view(arg, out);
+}
+
+/* "replagent events" subscribers, and the hooks that feed them.  Only
+ * cluster mode installs an outdate hook: with one, the engine waits for
+ * the group to record a lost peer, not for the other peers (repl.h). */
+static int open_events(struct daemon *d)
+{
+	struct repl_hooks hooks = { d, d->clusterd ? hook_outdate : NULL, hook_changed };
+	int r = events_new(d->loop, d->eng, d->cfg, &d->events);
+
+	if (r < 0) {
+		log_err_errno(-r, "cannot set up events");
+		return EX_OSERR;
+	}
+	control_set_events(d->control, d->events);
+	if (d->clusterd) {
+		events_set_cluster(d->events, cluster_view, d->clusterd);
+		clusterd_set_notify(d->clusterd, events_cluster_changed, d->events);
+	}
+	repl_engine_set_hooks(d->eng, &hooks);
+	return 0;
+}
+
 static int daemonize(struct daemon *d)
 {
 	if (d->foreground)
@@ -447,6 +495,8 @@ int main(int argc, char **argv)
 	if (!ex)
 		ex = open_cluster(&d);
 	if (!ex)
+		ex = open_events(&d);
+	if (!ex)
 		ex = listen_nbd(&d);
 	if (!ex) {
 		log_notice("replagentd %s started (%s mode)", PACKAGE_VERSION,
@@ -454,8 +504,13 @@ int main(int argc, char **argv)
 		ex = run(&d);
 	}
 out:
+	/* Each is NULL once gone: the engine's hooks may still run while it
+	 * frees its volumes. */
 	clusterd_close(d.clusterd);
+	d.clusterd = NULL;
 	control_close(d.control);
+	events_free(d.events);
+	d.events = NULL;
 	repl_engine_free(d.eng);
 	evloop_free(d.loop);
 	pidfile_release(&d);
