@@ -116,12 +116,13 @@ static int sub_flush(struct sub *s)
 
 /* Queues one line (text and a newline) and sends what it can; a
  * subscriber that would hold more than EVENTS_PENDING_MAX unsent is
- * dropped instead. */
+ * dropped instead.  A line is always taken when nothing waits: one big
+ * snapshot (hundreds of volumes) does not drop a subscriber that reads. */
 static void sub_queue(struct sub *s, const char *text, size_t len)
 {
 	size_t pending = s->len - s->off;
 
-	if (pending + len + 1 > EVENTS_PENDING_MAX) {
+	if (pending && pending + len + 1 > EVENTS_PENDING_MAX) {
 		log_warn("events: a subscriber does not read (%zu bytes unsent): dropped", pending);
 		sub_drop(s);
 		return;
@@ -132,8 +133,9 @@ static void sub_queue(struct sub *s, const char *text, size_t len)
 		s->len = pending;
 	}
 	if (s->len + len + 1 > s->cap) {
-		size_t cap = MAX(s->cap * 2, s->len + len + 1);
-		char *b = realloc(s->buf, MIN(MAX(cap, 4096u), EVENTS_PENDING_MAX));
+		size_t cap = MAX(MAX(MIN(s->cap * 2, (size_t)EVENTS_PENDING_MAX), 4096u),
+				 s->len + len + 1);
+		char *b = realloc(s->buf, cap);
 
 		if (!b) {
 			log_warn("events: out of memory for a subscriber: dropped");
@@ -141,7 +143,7 @@ static void sub_queue(struct sub *s, const char *text, size_t len)
 			return;
 		}
 		s->buf = b;
-		s->cap = MIN(MAX(cap, 4096u), EVENTS_PENDING_MAX);
+		s->cap = cap;
 	}
 	memcpy(s->buf + s->len, text, len);
 	s->buf[s->len + len] = '\n';
