@@ -21,6 +21,7 @@
 #include "cluster.h"
 #include "clmsg.h"
 #include "clusterd.h"
+#include "clview.h"
 #include "control.h"
 #include "json.h"
 #include "log.h"
@@ -74,7 +75,15 @@ struct clusterd {
 	struct primary_rec primaries[256];
 	size_t n_primaries;
 	struct pending_outdate *pending;
+	void (*notify)(void *arg);	/* the view may have changed */
+	void *notify_arg;
 };
+
+static void notify(struct clusterd *cd)
+{
+	if (cd->notify)
+		cd->notify(cd->notify_arg);
+}
 
 /* ---- sending ------------------------------------------------------------------ */
 
@@ -361,6 +370,7 @@ static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 	log_info("cluster: node %s (%" PRIu32 ") replicates at %s", kn->node, kn->nodeid,
 		 kn->addr);
 	apply_addresses(cd, kn);
+	notify(cd);
 }
 
 static void on_voldef(struct clusterd *cd, const struct voldef *d)
@@ -500,6 +510,7 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	apply_quorum(cd);
 	if (cd->ready)
 		send_state(cd);
+	notify(cd);
 }
 
 static void drop_pending(struct clusterd *cd, const char *volume)
@@ -569,6 +580,7 @@ static void quorum(void *arg, bool quorate)
 	apply_quorum(cd);
 	if (quorate && cd->ready)
 		send_state(cd);
+	notify(cd);
 }
 
 static void on_sync_done(struct clusterd *cd, uint32_t nodeid)
@@ -582,6 +594,7 @@ static void on_sync_done(struct clusterd *cd, uint32_t nodeid)
 		cd->synced = true;
 		log_info("cluster: state exchanged with every member");
 		apply_quorum(cd);
+		notify(cd);
 	}
 }
 
@@ -618,6 +631,7 @@ static void connection(void *arg, bool up)
 	if (!up) {
 		log_warn("cluster: lost corosync; volumes freeze until it is back");
 		quorum(cd, false);
+		notify(cd);
 		return;
 	}
 	if (!cd->ready) {
@@ -630,11 +644,13 @@ static void connection(void *arg, bool up)
 	}
 	quorum(cd, cluster_quorate(cd->cl));
 	send_state(cd);
+	notify(cd);
 }
 
 /* ---- engine hooks -------------------------------------------------------------------- */
 
-static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, uint64_t token)
+int clusterd_hook_outdate(void *arg, struct repl_volume *vol, const char *node,
+			  uint64_t token)
 {
 	struct clusterd *cd = arg;
 	struct pending_outdate *po = calloc(1, sizeof(*po));
@@ -651,7 +667,7 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 	return 0;
 }
 
-static void hook_changed(void *arg, struct repl_volume *vol)
+void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 {
 	struct clusterd *cd = arg;
 
@@ -692,8 +708,8 @@ static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *w
 	return promotion_rules(arg, vol, false, why, len);
 }
 
-static int hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
-			    size_t len)
+int clusterd_hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
+			      size_t len)
 {
 	return promotion_rules(arg, vol, takeover, why, len);
 }
@@ -827,11 +843,73 @@ static bool command(void *arg, char **w, unsigned n, struct json_writer *jw)
 
 /* ---- setup ------------------------------------------------------------------------------ */
 
+static void view(void *arg, struct clview *out)
+{
+	clusterd_view(arg, out);
+}
+
 void clusterd_attach_control(struct clusterd *cd, struct control *ctl)
 {
-	struct control_ext ext = { cd, promote_guard, command };
+	struct control_ext ext = {
+		.arg = cd, .promote_guard = promote_guard, .command = command,
+		.cluster_view = view,
+	};
 
 	control_set_ext(ctl, &ext);
+}
+
+/* ---- the view ------------------------------------------------------------------------- */
+
+static struct clview_node *view_node(struct clview *v, uint32_t nodeid, const char *name)
+{
+	struct clview_node *n;
+
+	for (unsigned i = 0; i < v->n_nodes; i++)
+		if (v->nodes[i].nodeid == nodeid)
+			return &v->nodes[i];
+	if (v->n_nodes == CLVIEW_NODES_MAX)
+		return NULL;
+	n = &v->nodes[v->n_nodes++];
+	memset(n, 0, sizeof(*n));
+	n->nodeid = nodeid;
+	copy_str(n->name, sizeof(n->name), name);
+	return n;
+}
+
+static int by_nodeid(const void *a, const void *b)
+{
+	const struct clview_node *x = a, *y = b;
+
+	return x->nodeid < y->nodeid ? -1 : x->nodeid > y->nodeid;
+}
+
+void clusterd_view(const struct clusterd *cd, struct clview *out)
+{
+	memset(out, 0, sizeof(*out));
+	out->cluster = true;
+	copy_str(out->node, sizeof(out->node), cd->cfg->node);
+	out->nodeid = cd->nodeid;
+	out->connected = cluster_connected(cd->cl);
+	out->quorate = cd->quorate;
+	out->synced = cd->synced;
+	for (size_t i = 0; i < cd->n_nodes; i++) {
+		struct clview_node *n = view_node(out, cd->nodes[i].nodeid, cd->nodes[i].node);
+		if (n)
+			copy_str(n->addr, sizeof(n->addr), cd->nodes[i].addr);
+	}
+	/* A member that has not announced itself yet is still a member. */
+	for (size_t i = 0; i < cd->n_members; i++) {
+		struct clview_node *n = view_node(out, cd->members[i], "");
+		if (n)
+			n->member = true;
+	}
+	qsort(out->nodes, out->n_nodes, sizeof(out->nodes[0]), by_nodeid);
+}
+
+void clusterd_set_notify(struct clusterd *cd, void (*fn)(void *arg), void *arg)
+{
+	cd->notify = fn;
+	cd->notify_arg = arg;
 }
 
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
@@ -839,7 +917,6 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 {
 	static const struct cluster_ops ops = { deliver, membership, quorum, connection };
 	struct clusterd *cd = calloc(1, sizeof(*cd));
-	struct repl_hooks hooks;
 	char dir[4096];
 	int r;
 
@@ -856,8 +933,6 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		log_warn("cluster: %d volume definition file(s) skipped", r);
 	if (r < 0)
 		goto fail;
-	hooks = (struct repl_hooks){ cd, hook_outdate, hook_changed, hook_may_promote };
-	repl_engine_set_hooks(eng, &hooks);
 	r = cluster_open(loop, &ops, cd, &cd->cl);
 	if (r < 0)
 		goto fail;

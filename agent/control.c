@@ -17,7 +17,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "clview.h"
 #include "control.h"
+#include "events.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
@@ -35,6 +37,8 @@ struct client {
 	void *timer;
 	char *out;		/* the answer, once there is one */
 	size_t out_len, out_off;
+	bool wants_events;	/* asked for events: hand it over */
+	char events_vol[REPL_NAME_MAX + 1];
 	size_t in_len;
 	char in[CONTROL_REQUEST_MAX];
 };
@@ -52,6 +56,8 @@ struct control {
 	struct client *clients;
 	unsigned n_clients;
 	struct control_ext ext;
+	struct events *events;
+	struct client *current;	/* whose request is being answered */
 };
 
 void control_set_ext(struct control *c, const struct control_ext *ext)
@@ -59,14 +65,32 @@ void control_set_ext(struct control *c, const struct control_ext *ext)
 	c->ext = *ext;
 }
 
+void control_set_events(struct control *c, struct events *ev)
+{
+	c->events = ev;
+}
+
+/* The cluster view as status shows it (mode static without an ext). */
+static void cluster_view(const struct control *c, struct clview *out)
+{
+	if (c->ext.cluster_view) {
+		c->ext.cluster_view(c->ext.arg, out);
+		return;
+	}
+	memset(out, 0, sizeof(*out));
+}
+
 /* ---- clients -------------------------------------------------------------- */
 
+/* Forgets cl; its fd is closed unless it was handed over (fd -1). */
 static void drop(struct client *cl)
 {
 	struct control *c = cl->ctl;
 
-	evloop_fd_del(c->loop, cl->fd);
-	close(cl->fd);
+	if (cl->fd >= 0) {
+		evloop_fd_del(c->loop, cl->fd);
+		close(cl->fd);
+	}
 	if (cl->timer)
 		evloop_timer_del(c->loop, cl->timer);
 	if (cl->prev)
@@ -160,7 +184,19 @@ static void put_peer(struct json_writer *w, const struct repl_peer_status *p)
 	json_obj_end(w);
 }
 
-static void put_volume(struct json_writer *w, const struct repl_volume *vol)
+static void put_tuning(struct json_writer *w, const struct repl_volume_status *st)
+{
+	json_key(w, "tuning");
+	json_obj_begin(w);
+	json_kv_u64(w, "resync_rate_max", st->resync_rate_max);
+	json_kv_u64(w, "outdate_timeout_ms", st->outdate_timeout_ms);
+	json_kv_str(w, "after_sb_0pri", st->after_sb[0]);
+	json_kv_str(w, "after_sb_1pri", st->after_sb[1]);
+	json_kv_str(w, "after_sb_2pri", st->after_sb[2]);
+	json_obj_end(w);
+}
+
+void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 {
 	struct repl_volume_status st;
 
@@ -179,6 +215,7 @@ static void put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_bool(w, "up", st.up);
 	json_kv_bool(w, "auto_promote", st.auto_promote);
 	json_kv_str(w, "window", st.window);
+	put_tuning(w, &st);
 	if (st.verify_total) {
 		json_key(w, "verify");
 		json_obj_begin(w);
@@ -217,6 +254,20 @@ static struct repl_volume *find_volume(struct control *c, const char *name,
 	return vol;
 }
 
+static void put_cluster(struct control *c, struct json_writer *w)
+{
+	struct clview *v = malloc(sizeof(*v));
+
+	json_key(w, "cluster");
+	if (!v) {
+		json_null(w);
+		return;
+	}
+	cluster_view(c, v);
+	clview_put(w, v);
+	free(v);
+}
+
 static void cmd_status(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	struct repl_volume *only = NULL;
@@ -229,12 +280,29 @@ static void cmd_status(struct control *c, char **args, unsigned n, struct json_w
 	json_key(w, "volumes");
 	json_arr_begin(w);
 	if (only)
-		put_volume(w, only);
+		control_put_volume(w, only);
 	for (struct repl_volume *v = only ? NULL : repl_volume_first(c->eng); v;
 	     v = repl_volume_next(v))
-		put_volume(w, v);
+		control_put_volume(w, v);
 	json_arr_end(w);
+	put_cluster(c, w);
 	json_obj_end(w);
+}
+
+/* Marks the client for events.c, which takes it once this returns
+ * (answer()); the first line it gets is the snapshot, from there. */
+static void cmd_events(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct client *cl = c->current;
+
+	if (n == 1 && !find_volume(c, args[0], w))
+		return;
+	if (!c->events || !cl) {
+		answer_error(w, "events are not available");
+		return;
+	}
+	cl->wants_events = true;
+	snprintf(cl->events_vol, sizeof(cl->events_vol), "%s", n == 1 ? args[0] : "");
 }
 
 /* The outcome of a role change, logged (it changes the cluster) and sent. */
@@ -468,6 +536,7 @@ static const struct command {
 	{ "down", 1, 1, cmd_down, "down VOLUME" },
 	{ "window-open", 1, 2, cmd_window_open, "window-open VOLUME [SECONDS]" },
 	{ "window-close", 1, 1, cmd_window_close, "window-close VOLUME" },
+	{ "events", 0, 1, cmd_events, "events [VOLUME]" },
 };
 
 /* Splits line in place into words separated by spaces or tabs; -EINVAL
@@ -510,9 +579,25 @@ static void dispatch(struct control *c, char *line, struct json_writer *w)
 	}
 	if (c->ext.command && c->ext.command(c->ext.arg, words, n, w))
 		return;
-	answer_error(w, "unknown command \"%.64s\" (known: status, promote, demote, version%s)",
+	answer_error(w, "unknown command \"%.64s\" (known: status, events, promote, demote, "
+		     "version%s)",
 		     words[0], c->ext.command ? ", volume-create, volume-list, volume-delete, "
 		     "disk-xml" : "");
+}
+
+/* From here on the connection is events.c's (which closes it if it
+ * cannot take it). */
+static void hand_over(struct client *cl)
+{
+	struct control *c = cl->ctl;
+	char vol[sizeof(cl->events_vol)];
+	int fd = cl->fd;
+
+	memcpy(vol, cl->events_vol, sizeof(vol));
+	evloop_fd_del(c->loop, fd);
+	cl->fd = -1;
+	drop(cl);
+	events_subscribe(c->events, fd, vol[0] ? vol : NULL);
 }
 
 /* Builds the answer to line, or the error err if line is NULL, and
@@ -524,10 +609,17 @@ static void answer(struct client *cl, char *line, const char *err)
 	size_t len;
 
 	json_writer_init(&w);
+	cl->ctl->current = cl;
 	if (line)
 		dispatch(cl->ctl, line, &w);
 	else
 		answer_error(&w, "%s", err);
+	cl->ctl->current = NULL;
+	if (cl->wants_events) {
+		json_writer_release(&w);
+		hand_over(cl);
+		return;
+	}
 	if (json_writer_result(&w, &text, &len) == 0 && (cl->out = malloc(len + 1))) {
 		memcpy(cl->out, text, len);
 		cl->out[len] = '\n';

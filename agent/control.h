@@ -2,7 +2,8 @@
  *
  * A Unix stream socket (mode 0600, so root's only) where a client sends one
  * request line and gets one JSON object back: status, promote, demote,
- * version (docs/control-protocol.md is the reference).  Everything runs on
+ * version (docs/control-protocol.md is the reference); a client that asks
+ * for "events" is handed over to events.c, which keeps it.  Everything runs on
  * the daemon's evloop without blocking: clients that send garbage, too
  * much, too slowly, or do not read their answer are dropped and cannot stall
  * the loop.  This is not the command line (agent/replagent.c) and holds no
@@ -20,6 +21,8 @@
 
 struct control;
 struct json_writer;
+struct clview;
+struct events;
 
 /* What cluster mode adds to the control socket. */
 struct control_ext {
@@ -29,6 +32,8 @@ struct control_ext {
 			     size_t whylen);
 	/* A command the static daemon does not know: true if it answered. */
 	bool (*command)(void *arg, char **words, unsigned n, struct json_writer *w);
+	/* The cluster view for status answers (NULL: static mode). */
+	void (*cluster_view)(void *arg, struct clview *out);
 };
 
 /* Creates cfg->control_socket (its parent directory 0755 if missing, a
@@ -37,6 +42,10 @@ struct control_ext {
 int control_open(struct evloop *loop, struct repl_engine *eng, const struct cfg *cfg,
 		 struct control **out);
 void control_set_ext(struct control *c, const struct control_ext *ext);
+/* Where "events" requests go (without: they are refused). */
+void control_set_events(struct control *c, struct events *ev);
+/* One element of a status answer's "volumes" (events carry the same). */
+void control_put_volume(struct json_writer *w, const struct repl_volume *vol);
 /* Drops all clients, closes and unlinks the socket.  NULL ok. */
 void control_close(struct control *c);
 

@@ -181,3 +181,56 @@ enum health health_volume(const struct health_volume *v, char *why, size_t whyle
 		check_peer(v, &v->peers[i], &vd);
 	return vd.h;
 }
+
+/* ---- the cluster -------------------------------------------------------- */
+
+static void check_tristate(const char *what, int v, struct verdict *vd)
+{
+	char msg[128];
+
+	if (v >= 0)
+		return;
+	snprintf(msg, sizeof(msg), "cluster: no \"%s\" reported", what);
+	found(vd, HEALTH_UNKNOWN, msg, NULL);
+}
+
+static void check_nodes(const struct health_cluster *c, struct verdict *vd)
+{
+	char msg[256];
+
+	for (unsigned i = 0; i < c->n_nodes; i++) {
+		if (c->nodes[i].member || !c->nodes[i].name)
+			continue;
+		snprintf(msg, sizeof(msg), "cluster: node %s gone", c->nodes[i].name);
+		found(vd, HEALTH_DEGRADED, msg, "not a member of this partition");
+	}
+}
+
+enum health health_cluster(const struct health_cluster *c, char *why, size_t whylen)
+{
+	struct verdict vd = { HEALTH_OK, why, whylen };
+	char msg[128];
+
+	if (why && whylen)
+		why[0] = '\0';
+	if (!c->mode || !strcmp(c->mode, "static"))
+		return HEALTH_OK;
+	if (strcmp(c->mode, "corosync")) {
+		snprintf(msg, sizeof(msg), "cluster: unknown mode %s", c->mode);
+		found(&vd, HEALTH_UNKNOWN, msg, NULL);
+		return vd.h;
+	}
+	check_tristate("connected", c->connected, &vd);
+	check_tristate("quorate", c->quorate, &vd);
+	check_tristate("synced", c->synced, &vd);
+	if (c->connected == 0)
+		found(&vd, HEALTH_CRITICAL, "cluster: corosync not connected", "no quorum");
+	if (c->quorate == 0)
+		found(&vd, HEALTH_CRITICAL, "cluster: partition not quorate",
+		      "promotions refused, Primaries frozen");
+	if (c->synced == 0)
+		found(&vd, HEALTH_DEGRADED, "cluster: state exchange running",
+		      "promotions wait for it");
+	check_nodes(c, &vd);
+	return vd.h;
+}

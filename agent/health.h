@@ -1,9 +1,10 @@
-/* health.h: how healthy a volume is, as the exit code of "replagent status".
+/* health.h: how healthy a volume, and the cluster, are, as the exit code of
+ * "replagent status".
  *
- * A pure function from the states that the control socket reports (role,
- * disk and link names as strings, DRBD's vocabulary) to the codes that
- * monitoring systems expect of a check: 0 healthy, 1 degraded, 2 critical,
- * 3 unknown.  It does no I/O and knows nothing of JSON or sockets; the
+ * Pure functions from the states that the control socket reports (role,
+ * disk and link names as strings, DRBD's vocabulary; the cluster view's
+ * quorum and members) to the codes that monitoring systems expect of a
+ * check: 0 healthy, 1 degraded, 2 critical, 3 unknown.  It does no I/O and knows nothing of JSON or sockets; the
  * command line fills in the structures from the daemon's answer. */
 #ifndef REPL_AGENT_HEALTH_H
 #define REPL_AGENT_HEALTH_H
@@ -37,6 +38,33 @@ struct health_volume {
  * e.g. "vol0: peer n2 StandAlone (split brain or refused peer)";
  * "" when healthy.  NULL strings count as unknown states. */
 enum health health_volume(const struct health_volume *v, char *why, size_t whylen);
+
+struct health_node {
+	const char *name;	/* NULL: a member that has not announced itself */
+	bool member;
+};
+
+/* The status answer's "cluster" object.  A tri-state is 1 yes, 0 no, -1
+ * not reported. */
+struct health_cluster {
+	const char *mode;	/* "static", "corosync"; NULL: no cluster object
+				 * (an older daemon): nothing to judge */
+	int connected, quorate, synced;
+	unsigned n_nodes;
+	const struct health_node *nodes;
+};
+
+/* The cluster's part, from these rules:
+ *   critical  corosync not connected; the partition not quorate (this
+ *             node may promote nothing, and its Primaries freeze)
+ *   degraded  the state exchange is running (promotions wait for it); a
+ *             node that announced itself is no longer a member (gone: the
+ *             cluster has one failure less to spare)
+ *   unknown   a mode it does not know; cluster mode without quorate,
+ *             connected or synced
+ * and static mode (or no cluster object) is OK.  why as health_volume's,
+ * e.g. "cluster: node n3 gone". */
+enum health health_cluster(const struct health_cluster *c, char *why, size_t whylen);
 
 /* The worse of two: OK < DEGRADED < UNKNOWN < CRITICAL (an unknown state
  * may hide a problem; a known critical one wins). */

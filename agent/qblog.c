@@ -27,6 +27,7 @@
 
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static bool inited;
+static bool stderr_on;
 static char blackbox_path[PATH_MAX];
 
 static const int fatal_signals[] = { SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT };
@@ -140,6 +141,7 @@ int qblog_init(const char *ident, bool to_stderr, int level, const char *bb_path
 	inited = true;
 	qb_log_format_set(QB_LOG_SYSLOG, "%b");
 
+	stderr_on = to_stderr;
 	if (to_stderr) {
 		qb_log_filter_ctl(QB_LOG_STDERR, QB_LOG_FILTER_ADD, QB_LOG_FILTER_FILE, "*",
 				  (uint8_t)level);
@@ -170,6 +172,24 @@ int qblog_init(const char *ident, bool to_stderr, int level, const char *bb_path
 	return 0;
 }
 
+void qblog_set_level(int level)
+{
+	static const int32_t targets[] = { QB_LOG_SYSLOG, QB_LOG_STDERR };
+
+	if (!inited)
+		return;
+	level = level < LOG_EMERG ? LOG_EMERG : level > LOG_DEBUG ? LOG_DEBUG : level;
+	pthread_mutex_lock(&log_lock);
+	for (size_t i = 0; i < ARRAY_SIZE(targets); i++) {
+		if (targets[i] == QB_LOG_STDERR && !stderr_on)
+			continue;
+		qb_log_filter_ctl(targets[i], QB_LOG_FILTER_CLEAR_ALL, QB_LOG_FILTER_FILE, "*", 0);
+		qb_log_filter_ctl(targets[i], QB_LOG_FILTER_ADD, QB_LOG_FILTER_FILE, "*",
+				  (uint8_t)level);
+	}
+	pthread_mutex_unlock(&log_lock);
+}
+
 void qblog_fini(void)
 {
 	if (!inited)
@@ -181,4 +201,5 @@ void qblog_fini(void)
 	pthread_mutex_unlock(&log_lock);
 	blackbox_path[0] = '\0';
 	inited = false;
+	stderr_on = false;
 }

@@ -17,6 +17,9 @@
  * the blackbox could not be set up (logging to syslog and stderr works
  * anyway). */
 int qblog_init(const char *ident, bool to_stderr, int level, const char *blackbox_path);
+/* Changes the level that filters syslog and stderr (a reload); the
+ * blackbox keeps everything. */
+void qblog_set_level(int level);
 /* Puts back the fatal signal handlers and rlog's stderr output, and closes
  * libqb's logging.  Call it when no other thread logs any more. */
 void qblog_fini(void);

@@ -4,7 +4,8 @@
  * reads its one JSON answer and turns it into text and an exit code: status
  * (health as monitoring expects, 0..3, see health.h), promote, demote,
  * version.  Every exchange is bounded by IO_TIMEOUT_MS, so it never hangs
- * on a stuck daemon.  It decides nothing itself: role changes are the
+ * on a stuck daemon; "events" alone reads on for as long as the daemon
+ * streams (its first line is bounded the same way).  It decides nothing itself: role changes are the
  * daemon's, and so are their refusals, which it passes on verbatim. */
 #include "config.h"
 
@@ -12,6 +13,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,6 +24,7 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "evtext.h"
 #include "health.h"
 #include "json.h"
 #include "util.h"
@@ -50,7 +53,9 @@ static void usage(FILE *f)
 		"Usage: replagent [-s SOCKET] COMMAND [ARGS]\n"
 		"Query and control replagentd through its control socket.\n\n"
 		"Commands:\n"
-		"  status [VOLUME] [--json]  roles, disk and link states, resync progress\n"
+		"  status [VOLUME] [--json]  roles, disk and link states, resync progress,\n"
+		"                            the cluster's quorum and nodes\n"
+		"  events [VOLUME] [--json]  state changes as they happen, until interrupted\n"
 		"  promote VOLUME [--force]  make this node Primary (--force: even if its\n"
 		"                            disk is not UpToDate)\n"
 		"  demote VOLUME             make this node Secondary\n"
@@ -89,8 +94,11 @@ static void usage(FILE *f)
 		"  -V, --version        print this program's version only\n\n"
 		"Exit status of status: 0 healthy, 1 degraded (peer not connected, resync\n"
 		"running, peer disk not UpToDate, I/O frozen), 2 critical (split brain,\n"
-		"failed or missing local disk, Primary not UpToDate), 3 unknown (daemon\n"
-		"unreachable, error, unexpected answer).\n"
+		"failed or missing local disk, Primary not UpToDate, partition not quorate),\n"
+		"3 unknown (daemon unreachable, error, unexpected answer); a cluster node\n"
+		"gone is degraded.\n"
+		"Exit status of events: 0 when interrupted (SIGINT, SIGTERM), 1 when the\n"
+		"daemon refused or closed the stream, 3 when it cannot be reached.\n"
 		"Other commands: 0 done, 1 refused by the daemon or daemon unreachable.\n"
 		"All commands: 64 usage error.\n");
 }
@@ -446,11 +454,43 @@ static enum health overall_health(const struct json_value *vols, char *why, size
 	return worst;
 }
 
+/* -1 when the member is missing or no boolean. */
+static int tristate(const struct json_value *v, const char *key)
+{
+	const struct json_value *b = json_get(v, key);
+
+	return b && b->type == JSON_BOOL ? b->b : -1;
+}
+
+/* The cluster object's health (none, or static mode: OK). */
+static enum health cluster_health(const struct json_value *c, char *why, size_t whylen)
+{
+	const struct json_value *nodes = json_get(c, "nodes"), *n;
+	struct health_node hn[64];
+	struct health_cluster hc = {
+		.mode = json_get_str(c, "mode"), .connected = tristate(c, "connected"),
+		.quorate = tristate(c, "quorate"), .synced = tristate(c, "synced"), .nodes = hn,
+	};
+
+	if (c && !hc.mode) {
+		snprintf(why, whylen, "cluster: no mode");
+		return HEALTH_UNKNOWN;
+	}
+	for (n = nodes ? nodes->child : NULL; n && hc.n_nodes < ARRAY_SIZE(hn); n = n->next)
+		hn[hc.n_nodes++] = (struct health_node){
+			.name = json_get_str(n, "name"), .member = json_get_bool(n, "member"),
+		};
+	return health_cluster(&hc, why, whylen);
+}
+
 static void print_status(const struct json_value *ans, const struct json_value *vols)
 {
 	struct widths w = { 0 };
+	char line[2048];
 
 	printf("node %s\n", or_unknown(json_get_str(ans, "node")));
+	if (evtext_cluster(json_get(ans, "cluster"), line, sizeof(line)))
+		printf("%s\n", line);
 	if (!vols->child)
 		printf("no volumes\n");
 	measure(vols, &w);
@@ -480,7 +520,14 @@ static int cmd_status(struct cli *cli)
 		fprintf(stderr, "replagent: unexpected answer from %s\n", cli->socket);
 		h = HEALTH_UNKNOWN;
 	} else {
+		char cwhy[256];
+		enum health ch = cluster_health(json_get(ans, "cluster"), cwhy, sizeof(cwhy));
+
 		h = overall_health(vols, why, sizeof(why));
+		if (health_worse(h, ch) != h) {
+			h = ch;
+			snprintf(why, sizeof(why), "%s", cwhy);
+		}
 		if (!cli->flag)
 			print_status(ans, vols);
 		if (!cli->flag && h != HEALTH_OK)
@@ -683,6 +730,152 @@ static int cmd_verify(struct cli *cli)
 	return ex ? ex : verify_wait(cli, cli->flag);
 }
 
+/* ---- events -------------------------------------------------------------------- */
+
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int signo)
+{
+	stop_signal = signo;
+}
+
+/* Without SA_RESTART: a signal ends the poll() of next_line(). */
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+/* The stream's input, kept between lines. */
+struct linebuf {
+	char *buf;
+	size_t len, cap;
+	size_t used;		/* the line returned last, newline included */
+};
+
+/* The next line (NUL-terminated in place, no newline) into *line: 0, or
+ * -EINTR (a stop signal), -ETIMEDOUT (deadline; 0: none), -EPROTO (the
+ * daemon closed the stream), -EFBIG, -ENOMEM, -errno. */
+static int next_line(struct linebuf *lb, int fd, uint64_t deadline, char **line)
+{
+	char *nl;
+
+	memmove(lb->buf, lb->buf + lb->used, lb->len - lb->used);
+	lb->len -= lb->used;
+	lb->used = 0;
+	while (!(nl = memchr(lb->buf, '\n', lb->len))) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		uint64_t now = now_mono_ms();
+		ssize_t k;
+		int r;
+
+		if (lb->len + 1 >= lb->cap && (r = grow(&lb->buf, &lb->cap)) < 0)
+			return r;
+		if (deadline && now >= deadline)
+			return -ETIMEDOUT;
+		r = poll(&p, 1, deadline ? (int)(deadline - now) : -1);
+		if (stop_signal)
+			return -EINTR;
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r <= 0)
+			continue;
+		k = recv(fd, lb->buf + lb->len, lb->cap - lb->len - 1, MSG_DONTWAIT);
+		if (k == 0)
+			return -EPROTO;
+		if (k < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		if (k > 0)
+			lb->len += (size_t)k;
+	}
+	*nl = '\0';
+	lb->used = (size_t)(nl - lb->buf) + 1;
+	*line = lb->buf;
+	return 0;
+}
+
+/* One line of the stream, as is (--json) or as text; false if it is not
+ * what the protocol promises (or, first, a refusal: said on stderr). */
+static bool print_event(const struct cli *cli, const char *line, bool first)
+{
+	struct json_value *ev = NULL;
+	char text[16384];
+
+	if (json_parse(line, strlen(line), &ev) < 0 || ev->type != JSON_OBJECT) {
+		if (first)
+			fprintf(stderr, "replagent: unexpected answer from %s\n", cli->socket);
+		json_value_free(ev);
+		return false;
+	}
+	if (first && !json_get_bool(ev, "ok")) {
+		print_refusal("events", ev);
+		json_value_free(ev);
+		return false;
+	}
+	if (cli->flag)
+		printf("%s\n", line);
+	else if (first && evtext_snapshot(ev, text, sizeof(text)))
+		fputs(text, stdout);
+	else if (!first && evtext_event(ev, text, sizeof(text)))
+		fputs(text, stdout);
+	fflush(stdout);
+	json_value_free(ev);
+	return true;
+}
+
+/* Prints the stream until a signal (0), the daemon's end of it (1). */
+static int events_loop(const struct cli *cli, struct linebuf *lb, int fd)
+{
+	char *line;
+	int r;
+
+	while ((r = next_line(lb, fd, 0, &line)) == 0)
+		if (!print_event(cli, line, false))
+			fprintf(stderr, "replagent: unexpected line from %s\n", cli->socket);
+	if (r == -EINTR)
+		return EX_OK;
+	fprintf(stderr, "replagent: %s: %s\n", cli->socket,
+		r == -EPROTO ? "replagentd closed the event stream" : strerror(-r));
+	return EXIT_FAILED;
+}
+
+static int cmd_events(struct cli *cli)
+{
+	struct linebuf lb = { .buf = malloc(4096), .cap = 4096 };
+	char req[256], *line;
+	int fd = -1, r, ex;
+
+	snprintf(req, sizeof(req), "events%s%s\n", cli->n_args ? " " : "",
+		 cli->n_args ? cli->args[0] : "");
+	catch_stop_signals();
+	r = lb.buf ? connect_to(cli->socket, &fd) : -ENOMEM;
+	if (r < 0) {
+		fprintf(stderr, "replagent: cannot connect to %s: %s (is replagentd running?)\n",
+			cli->socket, strerror(-r));
+		free(lb.buf);
+		return HEALTH_UNKNOWN;
+	}
+	/* The snapshot comes at once; then events, for as long as it takes. */
+	r = send_all(fd, req, strlen(req), now_mono_ms() + IO_TIMEOUT_MS);
+	if (r == 0 || r == -EPIPE || r == -ECONNRESET)
+		r = next_line(&lb, fd, now_mono_ms() + IO_TIMEOUT_MS, &line);
+	if (r == -EINTR) {
+		ex = EX_OK;
+	} else if (r < 0) {
+		fprintf(stderr, "replagent: no answer from %s: %s\n", cli->socket,
+			r == -EPROTO ? "connection closed" : strerror(-r));
+		ex = HEALTH_UNKNOWN;
+	} else {
+		ex = print_event(cli, line, true) ? events_loop(cli, &lb, fd) : EXIT_FAILED;
+	}
+	close(fd);
+	free(lb.buf);
+	return ex;
+}
+
 static int cmd_help(struct cli *cli)
 {
 	usage(stdout);
@@ -691,6 +884,7 @@ static int cmd_help(struct cli *cli)
 
 static const struct command commands[] = {
 	{ "status", 0, 1, "--json", cmd_status },
+	{ "events", 0, 1, "--json", cmd_events },
 	{ "promote", 1, 1, "--force", cmd_promote },
 	{ "demote", 1, 1, NULL, cmd_demote },
 	{ "can-promote", 1, 1, NULL, cmd_can_promote },

@@ -1,8 +1,10 @@
 /* replagentd.c: the node daemon.  In static mode it serves the volumes that
  * its configuration file declares, over NBD, on an epoll loop; main() reads
- * as the list of steps, with one teardown at the end.  Exit codes are
- * sysexits(3): 64 usage, 78 configuration, 73 cannot create a volume or
- * socket, 75 already running. */
+ * as the list of steps, with one teardown at the end.  It owns the engine's
+ * hooks and hands them to cluster mode and to the event subscribers, and
+ * it rereads the configuration on SIGHUP (cfgreload.c decides what that
+ * changes).  Exit codes are sysexits(3): 64 usage, 78 configuration, 73
+ * cannot create a volume or socket, 75 already running. */
 #include "config.h"
 
 #include <errno.h>
@@ -19,8 +21,11 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "cfgreload.h"
 #include "clusterd.h"
+#include "clview.h"
 #include "control.h"
+#include "events.h"
 #include "evloop.h"
 #include "log.h"
 #include "qblog.h"
@@ -43,6 +48,7 @@ struct daemon {
 	struct repl_engine *eng;
 	struct control *control;
 	struct clusterd *clusterd;
+	struct events *events;
 	int pidfd;
 	uint8_t key[WIRE_KEY_MAX];
 	size_t key_len;
@@ -219,10 +225,11 @@ static void on_stop_signal(void *arg, int signo)
 	stop_check(d);
 }
 
+static void reload(struct daemon *d);
+
 static void on_hup(void *arg, int signo)
 {
-	log_notice("SIGHUP: static mode reads its configuration only at start; "
-		   "restart the daemon to apply changes");
+	reload(arg);
 }
 
 static int setup_loop(struct daemon *d)
@@ -284,10 +291,42 @@ static int load_key(struct daemon *d)
 	return 0;
 }
 
-static int add_volumes(struct daemon *d)
+/* Serves cv (of the running configuration, or of the one a reload read)
+ * with the running configuration's node, state directory and tuning.  0
+ * or an exit code. */
+static int add_volume(struct daemon *d, const struct cfg_volume *cv, struct repl_volume **out)
 {
 	const struct cfg *cfg = d->cfg;
 	char meta[4096];
+	struct repl_volume_config vc = {
+		.name = cv->name, .backing = cv->backing, .size = cv->size,
+		.io_threads = cv->io_threads, .meta = cv->meta,
+	};
+	int r;
+
+	if (!vc.meta) {
+		snprintf(meta, sizeof(meta), "%s/%s.meta", cfg->state_dir, cv->name);
+		vc.meta = meta;
+	}
+	cfg_repl_tuning(cfg, &vc);	/* also shown, and reloaded, for a local one */
+	if (cv->n_replicas) {
+		if (!d->key_len && (r = load_key(d)))
+			return r;
+		replication_config(cfg, cv, &vc);
+		vc.key = d->key;
+		vc.key_len = d->key_len;
+	}
+	r = repl_volume_add(d->eng, &vc, out);
+	if (r < 0) {
+		log_err_errno(-r, "%s:%d: cannot open volume %s", cfg->path, cv->line, cv->name);
+		return EX_CANTCREAT;
+	}
+	return 0;
+}
+
+static int add_volumes(struct daemon *d)
+{
+	const struct cfg *cfg = d->cfg;
 	unsigned served = 0;
 	int r;
 
@@ -298,32 +337,14 @@ static int add_volumes(struct daemon *d)
 	}
 	for (unsigned i = 0; i < cfg->n_volumes; i++) {
 		const struct cfg_volume *cv = &cfg->volumes[i];
-		struct repl_volume_config vc = {
-			.name = cv->name, .backing = cv->backing, .size = cv->size,
-			.io_threads = cv->io_threads, .meta = cv->meta,
-		};
 		if (!cfg_volume_here(cfg, cv)) {
 			log_info("volume %s has no replica on node %s: not served here",
 				 cv->name, cfg->node);
 			continue;
 		}
-		if (!vc.meta) {
-			snprintf(meta, sizeof(meta), "%s/%s.meta", cfg->state_dir, cv->name);
-			vc.meta = meta;
-		}
-		if (cv->n_replicas) {
-			if (!d->key_len && (r = load_key(d)))
-				return r;
-			replication_config(cfg, cv, &vc);
-			vc.key = d->key;
-			vc.key_len = d->key_len;
-		}
-		r = repl_volume_add(d->eng, &vc, NULL);
-		if (r < 0) {
-			log_err_errno(-r, "%s:%d: cannot open volume %s", cfg->path,
-				      cv->line, cv->name);
-			return EX_CANTCREAT;
-		}
+		r = add_volume(d, cv, NULL);
+		if (r)
+			return r;
 		served++;
 	}
 	log_info("node %s: %u volume(s)", cfg->node, served);
@@ -389,6 +410,122 @@ static int open_cluster(struct daemon *d)
 	return 0;
 }
 
+/* ---- the engine's hooks: cluster mode's, and the events' ---------------------- */
+
+static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, uint64_t token)
+{
+	struct daemon *d = arg;
+
+	return d->clusterd ? clusterd_hook_outdate(d->clusterd, vol, node, token) : -ENOTSUP;
+}
+
+static void hook_changed(void *arg, struct repl_volume *vol)
+{
+	struct daemon *d = arg;
+
+	if (d->clusterd)
+		clusterd_hook_changed(d->clusterd, vol);
+	events_volume_changed(d->events, vol);
+}
+
+static int hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
+			    size_t len)
+{
+	struct daemon *d = arg;
+
+	return d->clusterd ? clusterd_hook_may_promote(d->clusterd, vol, takeover, why, len) : 0;
+}
+
+static void cluster_view(void *arg, struct clview *out)
+{
+	clusterd_view(arg, out);
+}
+
+/* "replagent events" subscribers, and the hooks that feed them.  Only
+ * cluster mode installs an outdate hook: with one, the engine waits for
+ * the group to record a lost peer, not for the other peers (repl.h). */
+static int open_events(struct daemon *d)
+{
+	struct repl_hooks hooks = { d, d->clusterd ? hook_outdate : NULL, hook_changed,
+				    hook_may_promote };
+	int r = events_new(d->loop, d->eng, d->cfg, &d->events);
+
+	if (r < 0) {
+		log_err_errno(-r, "cannot set up events");
+		return EX_OSERR;
+	}
+	control_set_events(d->control, d->events);
+	if (d->clusterd) {
+		events_set_cluster(d->events, cluster_view, d->clusterd);
+		clusterd_set_notify(d->clusterd, events_cluster_changed, d->events);
+	}
+	repl_engine_set_hooks(d->eng, &hooks);
+	return 0;
+}
+
+/* ---- SIGHUP: reload ------------------------------------------------------------- */
+
+static void apply_tuning(struct daemon *d)
+{
+	for (struct repl_volume *v = repl_volume_first(d->eng); v; v = repl_volume_next(v)) {
+		struct repl_volume_config vc = { 0 };
+		int r;
+
+		cfg_repl_tuning(d->cfg, &vc);
+		r = repl_volume_set_tuning(v, &vc);
+		if (r < 0)
+			log_err_errno(-r, "reload: cannot apply the tuning to volume %s",
+				      repl_volume_name(v));
+	}
+}
+
+/* Serves next->volumes[i] and moves it into the running configuration. */
+static int reload_add(struct daemon *d, struct cfg *next, unsigned i)
+{
+	const struct cfg_volume *cv = &next->volumes[i];
+	struct repl_volume *vol = NULL;
+
+	if (add_volume(d, cv, &vol))
+		return -1;
+	log_notice("reload: volume %s added (%s)", cv->name, cv->backing);
+	if (cfgreload_take_volume(d->cfg, next, i) < 0)
+		log_warn("reload: out of memory: volume %s is served but a later reload "
+			 "will try to add it again", next->volumes[i].name);
+	hook_changed(d, vol);	/* subscribers learn it at once */
+	return 0;
+}
+
+/* A file that does not parse changes nothing; otherwise what can change at
+ * run time does, and what cannot is named. */
+static void reload(struct daemon *d)
+{
+	bool failed[CFGRELOAD_ITEMS_MAX] = { false }, any_failed = false;
+	char err[512], summary[2048];
+	struct cfgreload plan;
+	struct cfg *next;
+
+	log_notice("SIGHUP: reading %s", d->config_path);
+	if (cfg_load(d->config_path, &next, err, sizeof(err)) < 0) {
+		log_err("reload: %s; the running configuration stays", err);
+		return;
+	}
+	/* What overrides the file stays: -n NODE, or corosync's name. */
+	if (d->node || d->cfg->cluster)
+		snprintf(next->node, sizeof(next->node), "%s", d->cfg->node);
+	cfgreload_plan(d->cfg, next, &plan);
+	cfgreload_take_settings(d->cfg, next);
+	if (plan.log_level && !d->debug)
+		qblog_set_level(d->cfg->log_level);
+	if (plan.tuning)
+		apply_tuning(d);
+	for (unsigned k = 0; k < plan.n_added; k++)
+		any_failed |= failed[k] = reload_add(d, next, plan.added[k]) < 0;
+	cfgreload_summary(&plan, next, failed, summary, sizeof(summary));
+	plog(plan.n_restart || any_failed ? LOG_WARNING : LOG_NOTICE, NULL, "reload of %s: %s",
+	     d->config_path, summary);
+	cfg_free(next);
+}
+
 static int daemonize(struct daemon *d)
 {
 	if (d->foreground)
@@ -447,6 +584,8 @@ int main(int argc, char **argv)
 	if (!ex)
 		ex = open_cluster(&d);
 	if (!ex)
+		ex = open_events(&d);
+	if (!ex)
 		ex = listen_nbd(&d);
 	if (!ex) {
 		log_notice("replagentd %s started (%s mode)", PACKAGE_VERSION,
@@ -454,8 +593,13 @@ int main(int argc, char **argv)
 		ex = run(&d);
 	}
 out:
+	/* Each is NULL once gone: the engine's hooks may still run while it
+	 * frees its volumes. */
 	clusterd_close(d.clusterd);
+	d.clusterd = NULL;
 	control_close(d.control);
+	events_free(d.events);
+	d.events = NULL;
 	repl_engine_free(d.eng);
 	evloop_free(d.loop);
 	pidfile_release(&d);

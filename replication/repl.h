@@ -151,11 +151,23 @@ struct repl_volume_status {
 	uint64_t verify_done, verify_total, verify_region_size;
 	unsigned verify_n_listed;
 	uint64_t verify_listed[64];	/* offsets of the first differing regions */
+	/* the tuning in force (repl_volume_set_tuning) */
+	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
+	unsigned outdate_timeout_ms;
+	const char *after_sb[3];	/* policy names for 0, 1 and 2 Primaries */
 };
 
 struct repl_volume *repl_volume_first(struct repl_engine *eng);
 struct repl_volume *repl_volume_next(struct repl_volume *vol);
 void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status *st);
+
+/* Applies the tuning part of cfg (resync_rate_max, outdate_timeout_ms and,
+ * if sb_policy_set, after_sb; nothing else is read) to a running volume: a
+ * new rate limit at once, a running resync included; the outdate timeout
+ * from the next lost peer on; the split-brain policies from the next
+ * handshake.  0, or -EINVAL (nothing changed) for a policy that is not
+ * valid for its number of Primaries. */
+int repl_volume_set_tuning(struct repl_volume *vol, const struct repl_volume_config *cfg);
 
 /* Role changes, with the rule that refused them in why (0 or -errno:
  * -EBUSY another replica is Primary / clients attached, -EPERM local disk

@@ -75,6 +75,10 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		peer_status(vol->peers[i], &st->peers[i]);
 	repl__verify_status(vol, st);
+	st->resync_rate_max = vol->resync_rate_max;
+	st->outdate_timeout_ms = vol->outdate_timeout_ms;
+	for (unsigned i = 0; i < 3; i++)
+		st->after_sb[i] = sb_policy_name((enum sb_policy)vol->after_sb[i]);
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))

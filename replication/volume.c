@@ -139,17 +139,46 @@ static int replication_setup(struct repl_volume *vol, const struct repl_volume_c
 		return -ENOMEM;
 	memcpy(vol->key, cfg->key, cfg->key_len);
 	vol->key_len = cfg->key_len;
+	return repl__peers_start(vol, cfg);
+}
+
+/* The tuning a new volume starts with (local ones too, so that status
+ * shows what a replica added later would use). */
+static void initial_tuning(struct repl_volume *vol, const struct repl_volume_config *cfg)
+{
+	struct sb_config d = SB_CONFIG_DEFAULT;
+
 	vol->outdate_timeout_ms = cfg->outdate_timeout_ms ? cfg->outdate_timeout_ms : 10000;
 	vol->resync_rate_max = cfg->resync_rate_max;
 	if (cfg->sb_policy_set) {
 		memcpy(vol->after_sb, cfg->after_sb, sizeof(vol->after_sb));
 	} else {
-		struct sb_config d = SB_CONFIG_DEFAULT;
 		vol->after_sb[0] = (uint8_t)d.after_sb_0pri;
 		vol->after_sb[1] = (uint8_t)d.after_sb_1pri;
 		vol->after_sb[2] = (uint8_t)d.after_sb_2pri;
 	}
-	return repl__peers_start(vol, cfg);
+}
+
+int repl_volume_set_tuning(struct repl_volume *vol, const struct repl_volume_config *cfg)
+{
+	unsigned timeout = cfg->outdate_timeout_ms ? cfg->outdate_timeout_ms : 10000;
+
+	for (unsigned i = 0; cfg->sb_policy_set && i < 3; i++)
+		if (!sb_policy_valid(i, (enum sb_policy)cfg->after_sb[i]))
+			return -EINVAL;
+	if (vol->resync_rate_max != cfg->resync_rate_max || vol->outdate_timeout_ms != timeout)
+		plog(LOG_INFO, vol->name, "resync rate limit %llu bytes/s (0: none), "
+		     "outdate timeout %u ms", (unsigned long long)cfg->resync_rate_max, timeout);
+	if (cfg->sb_policy_set && memcmp(vol->after_sb, cfg->after_sb, sizeof(vol->after_sb)))
+		plog(LOG_INFO, vol->name, "split-brain policies %s, %s, %s",
+		     sb_policy_name((enum sb_policy)cfg->after_sb[0]),
+		     sb_policy_name((enum sb_policy)cfg->after_sb[1]),
+		     sb_policy_name((enum sb_policy)cfg->after_sb[2]));
+	vol->resync_rate_max = cfg->resync_rate_max;
+	vol->outdate_timeout_ms = timeout;
+	if (cfg->sb_policy_set)
+		memcpy(vol->after_sb, cfg->after_sb, sizeof(vol->after_sb));
+	return 0;
 }
 
 int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cfg,
@@ -210,6 +239,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = repl__iopool_new(eng, threads, vol->fd, vol->blockdev, vol->name, &vol->pool);
 	if (r < 0)
 		goto fail;
+	initial_tuning(vol, cfg);
 	r = replication_setup(vol, cfg);
 	if (r < 0)
 		goto fail;

@@ -124,6 +124,9 @@ expect_text err "$sock" "status without a daemon"
 cli promote vol0
 expect 1 "promote without a daemon"
 expect_text err "$sock" "promote without a daemon"
+cli events
+expect 3 "events without a daemon"
+expect_text err "$sock" "events without a daemon"
 
 # ---- usage errors (no daemon needed) ------------------------------------------
 
@@ -138,6 +141,10 @@ cli promote
 expect 64 "promote without a volume"
 cli demote vol0 extra
 expect 64 "demote with two volumes"
+cli events --frobnicate
+expect 64 "events with an unknown flag"
+cli events vol0 vol1
+expect 64 "events with two volumes"
 cli
 expect 64 "no command"
 cli help
@@ -171,7 +178,9 @@ assert a["ok"] is True and a["node"] == "n1", a
 v = a["volumes"][0]
 assert v["name"] == "vol0" and v["size"] == 16 << 20, v
 assert v["role"] == "Primary" and v["disk"] == "UpToDate", v
-assert isinstance(v["peers"], list) and v["io_frozen"] is False, v' "$dir/out" ||
+assert isinstance(v["peers"], list) and v["io_frozen"] is False, v
+assert a["cluster"] == {"mode": "static"}, a
+assert v["tuning"]["resync_rate_max"] == 0, v' "$dir/out" ||
 		fail "status --json: unexpected content"
 fi
 
@@ -188,6 +197,27 @@ expect 1 "demote of an unknown volume"
 
 cli version
 expect 0 "version" && expect_text out "replagentd" "version"
+
+cli events nosuchvol
+expect 1 "events of an unknown volume"
+expect_text err "nosuchvol" "events of an unknown volume"
+
+# A stream: the snapshot first, then it runs until a signal (exit 0).
+"$cli" -s "$sock" events --json >"$dir/ev.out" 2>"$dir/ev.err" </dev/null &
+evpid=$!
+n=0
+while [ ! -s "$dir/ev.out" ] && [ "$n" -lt 50 ]; do
+	sleep 0.1
+	n=$((n + 1))
+done
+kill -TERM "$evpid"
+wait "$evpid"
+rc=$?
+expect 0 "events --json after SIGTERM"
+"$python" -c 'import json, sys
+a = json.loads(open(sys.argv[1]).readline())
+assert a["ok"] is True and a["kind"] == "snapshot" and a["volumes"][0]["name"] == "vol0", a' \
+	"$dir/ev.out" || fail "events --json: unexpected snapshot: $(cat "$dir/ev.out")"
 
 # ---- misbehaving clients ------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 /* test-status-exit.c: the exit code of "replagent status" (agent/health.c)
- * from a table of volume states, and the problem it names. */
+ * from tables of volume states and of cluster views, and the problem it
+ * names. */
 #include "config.h"
 
 #include <string.h>
@@ -99,6 +100,58 @@ static void test_table(void)
 	}
 }
 
+/* The cluster's part: tri-states are 1 yes, 0 no, -1 missing. */
+static const struct health_node three_up[] = { { "n1", true }, { "n2", true }, { "n3", true } };
+static const struct health_node n3_gone[] = { { "n1", true }, { "n2", true }, { "n3", false } };
+static const struct health_node alone[] = { { "n1", true }, { "n2", false }, { "n3", false } };
+static const struct health_node unnamed[] = { { "n1", true }, { NULL, true }, { NULL, false } };
+
+static const struct {
+	struct health_cluster c;
+	enum health want;
+	const char *why;
+} cluster_cases[] = {
+	/* nothing to judge */
+	{ { NULL, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
+	{ { "static", -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
+	/* healthy */
+	{ { "corosync", 1, 1, 1, 3, three_up }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, NULL }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 3, unnamed }, HEALTH_OK, NULL },
+	/* degraded */
+	{ { "corosync", 1, 1, 1, 3, n3_gone }, HEALTH_DEGRADED, "node n3 gone" },
+	{ { "corosync", 1, 1, 0, 3, three_up }, HEALTH_DEGRADED, "state exchange running" },
+	{ { "corosync", 1, 1, 0, 3, n3_gone }, HEALTH_DEGRADED, "state exchange" },
+	/* critical */
+	{ { "corosync", 1, 0, 1, 3, alone }, HEALTH_CRITICAL, "partition not quorate" },
+	{ { "corosync", 1, 0, 0, 3, alone }, HEALTH_CRITICAL, "not quorate" },
+	{ { "corosync", 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "corosync not connected" },
+	{ { "corosync", 1, 0, -1, 3, three_up }, HEALTH_CRITICAL, "not quorate" },
+	/* unknown */
+	{ { "raft", 1, 1, 1, 3, three_up }, HEALTH_UNKNOWN, "unknown mode raft" },
+	{ { "corosync", 1, -1, 1, 3, three_up }, HEALTH_UNKNOWN, "quorate" },
+	{ { "corosync", -1, 1, 1, 3, three_up }, HEALTH_UNKNOWN, "connected" },
+	{ { "corosync", 1, 1, -1, 3, n3_gone }, HEALTH_UNKNOWN, "synced" },
+};
+
+static void test_cluster(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(cluster_cases); i++) {
+		char why[256];
+		enum health h = health_cluster(&cluster_cases[i].c, why, sizeof(why));
+
+		CHECK_MSG(h == cluster_cases[i].want, "cluster case %zu: got %s, want %s (%s)", i,
+			  health_name(h), health_name(cluster_cases[i].want), why);
+		CHECK_MSG((h == HEALTH_OK) == (why[0] == '\0'), "cluster case %zu: why \"%s\"",
+			  i, why);
+		if (cluster_cases[i].why)
+			CHECK_MSG(strstr(why, cluster_cases[i].why),
+				  "cluster case %zu: why \"%s\" lacks \"%s\"", i, why,
+				  cluster_cases[i].why);
+	}
+	CHECK(health_cluster(&cluster_cases[8].c, NULL, 0) == HEALTH_CRITICAL);
+}
+
 static void test_worse(void)
 {
 	static const enum health order[] = {
@@ -126,6 +179,7 @@ static void test_no_why(void)
 int main(void)
 {
 	test_table();
+	test_cluster();
 	test_worse();
 	test_no_why();
 	return unit_done("test-status-exit");
