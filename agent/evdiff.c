@@ -103,6 +103,7 @@ unsigned evdiff_volume(const struct repl_volume_status *old,
 	cmp_str(&l, "disk", NULL, NULL, old->disk, new_st->disk);
 	cmp_bool(&l, "io_frozen", NULL, NULL, old->io_frozen, new_st->io_frozen);
 	cmp_bool(&l, "up", NULL, NULL, old->up, new_st->up);
+	cmp_str(&l, "window", NULL, NULL, old->window, new_st->window);
 	for (unsigned i = 0; i < new_st->n_peers && i < REPL_MAX_PEERS; i++)
 		cmp_peer(&l, peer_named(old, new_st->peers[i].node), &new_st->peers[i]);
 	for (unsigned i = 0; i < old->n_peers && i < REPL_MAX_PEERS; i++)

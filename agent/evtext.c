@@ -124,6 +124,7 @@ static const struct field {
 	{ "io_frozen", NULL, "I/O frozen", "I/O resumed" },
 	{ "up", NULL, "up", "down" },
 	{ "present", NULL, "added", "removed" },
+	{ "window", "migration window", NULL, NULL },
 	{ "link", "", NULL, NULL },
 	{ "peer_role", "role", NULL, NULL },
 	{ "peer_disk", "disk", NULL, NULL },

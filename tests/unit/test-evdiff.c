@@ -13,7 +13,8 @@
 
 /* ---- volumes ------------------------------------------------------------------ */
 
-/* "Primary UpToDate" + flags (f: io_frozen, d: down) + peers
+/* "Primary UpToDate" + flags (f: io_frozen, d: down, w: a migration window
+ * open) + peers
  * "n2:Connected:Secondary:UpToDate" (NULL: the volume does not exist). */
 struct vol_spec {
 	const char *role, *disk, *flags;
@@ -42,6 +43,7 @@ static void make_vol(const struct vol_spec *spec, struct repl_volume_status *st)
 	st->disk = spec->disk;
 	st->io_frozen = spec->flags && strchr(spec->flags, 'f');
 	st->up = !(spec->flags && strchr(spec->flags, 'd'));
+	st->window = spec->flags && strchr(spec->flags, 'w') ? "open" : "none";
 	for (unsigned i = 0; i < 2 && spec->peers[i]; i++) {
 		struct repl_peer_status *p = &st->peers[st->n_peers++];
 		const char *s = spec->peers[i], *c1 = strchr(s, ':'), *c2 = strchr(c1 + 1, ':'),
@@ -92,6 +94,8 @@ static const struct {
 	  "io_frozen 0>1" },
 	{ &P2, VOL("Primary", "UpToDate", "d", "n2:Connected:Secondary:UpToDate"), false,
 	  "up 1>0" },
+	{ &P2, VOL("Primary", "UpToDate", "w", "n2:Connected:Secondary:UpToDate"), false,
+	  "window none>open" },
 	/* a peer */
 	{ &P2, VOL("Primary", "UpToDate", "", "n2:Disconnected:Unknown:DUnknown"), false,
 	  "link@n2 Connected>Disconnected;peer_role@n2 Secondary>Unknown;"
