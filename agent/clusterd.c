@@ -933,6 +933,11 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		log_warn("cluster: %d volume definition file(s) skipped", r);
 	if (r < 0)
 		goto fail;
+	/* Volumes of the configuration file run by the cluster's quorum too,
+	 * from the start: not quorate until corosync says so (cd->effective
+	 * starts false, and apply_quorum only acts on a change). */
+	for (struct repl_volume *v = repl_volume_first(eng); v; v = repl_volume_next(v))
+		repl_volume_set_quorate(v, false);
 	r = cluster_open(loop, &ops, cd, &cd->cl);
 	if (r < 0)
 		goto fail;
