@@ -36,7 +36,6 @@
 #define PING_INTERVAL_MS 1000
 #define PING_TIMEOUT_MS 4000
 #define HANDSHAKE_TIMEOUT_MS 10000
-#define SIZE_RETRY_MS 1000		/* links waiting for a grow retry this often */
 #define RS_SEQ_BIT (UINT64_C(1) << 63)
 #define MAX_IOV 64
 
@@ -521,8 +520,9 @@ static struct gen_verdict try_auto_recovery(struct peer *p, const struct wire_vo
 }
 
 /* The sizes differ and the link may not carry data yet (resize.h): both
- * sides wait and try again soon, Disconnected, not StandAlone: a grow is
- * going round and will make them equal.  Said once in the log. */
+ * sides wait and try again (the usual backoff; at once when this replica
+ * grows), Disconnected, not StandAlone: a grow is going round and will
+ * make them equal.  Said once in the log. */
 static void size_wait(struct peer *p, const char *why, bool tell)
 {
 	struct wire_msg m = { .type = WIRE_BYE };
@@ -533,7 +533,6 @@ static void size_wait(struct peer *p, const char *why, bool tell)
 		link_send(p->l, &m, NULL, 0, NULL);
 		link_flush(p->l);
 	}
-	p->backoff_ms = SIZE_RETRY_MS / 2;	/* the next try in SIZE_RETRY_MS */
 	peer_down(p, said ? NULL : why, false);
 	set_reason(p, "%s", why);
 }

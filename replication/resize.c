@@ -88,14 +88,17 @@ struct resize {
 	uint64_t from, to;		/* of the running job */
 	uint64_t dev_size;		/* set by the job: the device's size */
 	uint64_t target;		/* where the grow is going; 0: nowhere */
+	uint64_t export_seen;		/* the export size last logged */
 	char error[160];		/* why the last attempt failed */
 	void *retry_timer;
 };
 
 static struct resize *resize_get(struct repl_volume *vol)
 {
-	if (!vol->resize && (vol->resize = calloc(1, sizeof(*vol->resize))))
+	if (!vol->resize && (vol->resize = calloc(1, sizeof(*vol->resize)))) {
 		vol->resize->vol = vol;
+		vol->resize->export_seen = repl__volume_export_size(vol);
+	}
 	return vol->resize;
 }
 
@@ -109,15 +112,23 @@ uint64_t repl__volume_export_size(const struct repl_volume *vol)
 	return size;
 }
 
-static void note_export(struct repl_volume *vol, uint64_t before)
+void repl__resize_changed(struct repl_volume *vol)
 {
-	uint64_t now = repl__volume_export_size(vol);
+	struct resize *rz = vol->resize;
+	uint64_t now;
 	char a[32], b[32];
 
-	if (now != before && vol->role == REPL_PRIMARY)
-		plog(LOG_NOTICE, vol->name, "every connected replica has %s now: NBD "
-		     "clients that connect from now on see %s (was %s)", format_size(now, a, sizeof(a)),
-		     a, format_size(before, b, sizeof(b)));
+	if (!rz)
+		return;		/* no grow here since the start: nothing to say */
+	now = repl__volume_export_size(vol);
+	if (now == rz->export_seen)
+		return;
+	if (vol->role == REPL_PRIMARY && rz->export_seen)
+		plog(LOG_NOTICE, vol->name, "NBD clients that connect from now on see %s "
+		     "(was %s): %s", format_size(now, a, sizeof(a)),
+		     format_size(rz->export_seen, b, sizeof(b)), now == vol->size ?
+		     "every connected replica has grown" : "the smallest connected replica's size");
+	rz->export_seen = now;
 }
 
 /* ---- the grow ------------------------------------------------------------------ */
@@ -164,7 +175,6 @@ static void grow_failed(struct resize *rz, int err, bool in_meta)
 static void grown(struct resize *rz)
 {
 	struct repl_volume *vol = rz->vol;
-	uint64_t before = repl__volume_export_size(vol);
 	struct wire_msg m = { .type = WIRE_SIZE };
 	char a[32], b[32];
 
@@ -185,7 +195,6 @@ static void grown(struct resize *rz)
 		else
 			repl__peer_reconnect_now(p);
 	}
-	note_export(vol, before);
 	repl__changed(vol);
 }
 
@@ -326,7 +335,6 @@ bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision 
 void repl__resize_peer_size(struct peer *p, uint64_t size)
 {
 	struct repl_volume *vol = p->vol;
-	uint64_t before = repl__volume_export_size(vol);
 	char a[32];
 
 	if (size < p->size) {
@@ -337,7 +345,6 @@ void repl__resize_peer_size(struct peer *p, uint64_t size)
 		return;
 	p->size = size;
 	plog(LOG_INFO, vol->name, "peer %s has grown to %s", p->node, format_size(size, a, sizeof(a)));
-	note_export(vol, before);
 	repl__changed(vol);
 }
 

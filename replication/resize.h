@@ -86,6 +86,9 @@ uint64_t repl__volume_export_size(const struct repl_volume *vol);
  * up after the generations decided d?  false: wait (why filled). */
 bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision d,
 			  char *why, size_t whylen);
+/* From repl__changed(): logs, on a Primary that grew, when the size new
+ * NBD clients get changes. */
+void repl__resize_changed(struct repl_volume *vol);
 /* A SIZE frame: p's replica grew. */
 void repl__resize_peer_size(struct peer *p, uint64_t size);
 void repl__resize_status(const struct repl_volume *vol, struct repl_volume_status *st);
