@@ -851,6 +851,11 @@ static void cmd_resize(struct clusterd *cd, char **w, unsigned n, struct json_wr
 		answer_err(jw, "this node's partition has no quorum");
 		return;
 	}
+	/* Built on what this node knows: it must know the latest version. */
+	if (!cd->synced) {
+		answer_err(jw, "the members are still exchanging their state: try again");
+		return;
+	}
 	if (voldb_resize(cd->db, w[1], size, cd->nodeid, &m.u.voldef, &why) < 0) {
 		answer_err(jw, why);
 		return;
