@@ -542,7 +542,7 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	struct repl_volume *vol = p->vol;
 	struct gen_side local, peer;
 	struct gen_verdict gv;
-	char sz_why[sizeof(p->reason)] = "";
+	char sz_why[192] = "";
 
 	if (strcmp(v->name, vol->name) != 0) {
 		standalone(p, WIRE_BYE_REFUSED, "peer has a different volume name");

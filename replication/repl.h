@@ -103,8 +103,8 @@ struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name);
  * backing (a file is extended; a block device must already be that large),
  * then the metadata, then the volume; the peers hear of it.  It runs in the
  * background and logs what happened; status shows the size, or the grow
- * going on and why it failed (a failed grow is tried again every 30 s, and
- * at once by another call).  A Primary's NBD clients see the new size when
+ * going on and why it failed (a failed grow is tried again after 5 s, then
+ * twice as late each time up to 5 min, and at once by another call).  A Primary's NBD clients see the new size when
  * they connect after every connected replica has grown.  0 (started, or
  * already that size), or -EINVAL (smaller: a volume never shrinks; not a
  * multiple of 512; too large) with why, -ENOMEM. */

@@ -17,7 +17,8 @@
 #include "resize.h"
 #include "util.h"
 
-#define RETRY_MS 30000		/* a grow that failed is tried again this late */
+#define RETRY_MIN_MS 5000	/* a grow that failed is tried again this late, */
+#define RETRY_MAX_MS 300000	/* twice as late each time, up to this */
 
 /* ---- pure decisions -------------------------------------------------------- */
 
@@ -73,8 +74,8 @@ struct resize_link_verdict resize_link_decide(const struct resize_link_in *in)
 			"the peer has: waiting for it to grow" };
 	/* Equal data, the new area zeroes on both: the smaller size governs
 	 * the export until the other one grows. */
-	return (struct resize_link_verdict){ false, "sizes differ (a resize is going "
-		"round): the smaller one is exported until both have grown" };
+	return (struct resize_link_verdict){ false, "sizes differ, data equal: the "
+		"smaller size is exported until both have grown" };
 }
 
 /* ---- state ------------------------------------------------------------------ */
@@ -91,6 +92,7 @@ struct resize {
 	uint64_t export_seen;		/* the export size last logged */
 	char error[160];		/* why the last attempt failed */
 	void *retry_timer;
+	uint64_t retry_ms;		/* the next retry's delay */
 };
 
 static struct resize *resize_get(struct repl_volume *vol)
@@ -164,9 +166,11 @@ static void grow_failed(struct resize *rz, int err, bool in_meta)
 		snprintf(rz->error, sizeof(rz->error), "cannot grow %s to %s: %s",
 			 in_meta ? "the metadata" : vol->backing, format_size(rz->to, b, sizeof(b)),
 			 strerror(-err));
-	plog(LOG_ERR, vol->name, "%s; this replica stays at %s (tried again in %d s)",
-	     rz->error, format_size(vol->size, c, sizeof(c)), RETRY_MS / 1000);
-	repl__timer_add(vol->eng, RETRY_MS, retry_fire, rz, &rz->retry_timer);
+	rz->retry_ms = rz->retry_ms ? MIN(rz->retry_ms * 2, RETRY_MAX_MS) : RETRY_MIN_MS;
+	plog(LOG_ERR, vol->name, "%s; this replica stays at %s (tried again in %llu s)",
+	     rz->error, format_size(vol->size, c, sizeof(c)),
+	     (unsigned long long)(rz->retry_ms / 1000));
+	repl__timer_add(vol->eng, rz->retry_ms, retry_fire, rz, &rz->retry_timer);
 	repl__changed(vol);
 }
 
@@ -180,6 +184,7 @@ static void grown(struct resize *rz)
 
 	vol->size = rz->to;
 	rz->error[0] = '\0';
+	rz->retry_ms = 0;
 	if (rz->target <= vol->size)
 		rz->target = 0;
 	plog(LOG_NOTICE, vol->name, "grown from %s to %s (%llu bytes): backing %s and "
