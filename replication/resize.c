@@ -69,7 +69,7 @@ struct resize_link_verdict resize_link_decide(const struct resize_link_in *in)
 	if (!in->no_sync)
 		return (struct resize_link_verdict){ true, "a resync is due and the sizes "
 			"differ: waiting for the smaller replica to grow" };
-	if (in->local_primary && in->clients_max > in->peer)
+	if (in->clients_max > in->peer)
 		return (struct resize_link_verdict){ true, "NBD clients here use more than "
 			"the peer has: waiting for it to grow" };
 	/* Equal data, the new area zeroes on both: the smaller size governs
@@ -325,7 +325,6 @@ bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision 
 	struct repl_volume *vol = p->vol;
 	struct resize_link_in in = {
 		.local = vol->size, .peer = peer_size, .no_sync = d == GEN_NO_SYNC,
-		.local_primary = vol->role == REPL_PRIMARY,
 		.clients_max = repl__nbd_clients_max_size(vol->eng, vol),
 	};
 	struct resize_link_verdict v = resize_link_decide(&in);

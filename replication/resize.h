@@ -14,8 +14,8 @@
  *    has; a client keeps the size it negotiated (NBD cannot announce a
  *    new one);
  *  - a link between replicas of different sizes comes up only if no data
- *    has to move (the generations are equal) and, on a Primary, no client
- *    uses more than the peer has; otherwise both wait (Disconnected, not
+ *    has to move (the generations are equal) and no NBD client here uses
+ *    more than the peer has; otherwise both wait (Disconnected, not
  *    StandAlone) and retry, and connect once both have grown;
  *  - a resync sends no byte beyond the target's size.
  * Every new area reads as zeroes on every replica, which is why a link
@@ -55,8 +55,8 @@ int resize_check(uint64_t cur, uint64_t want, unsigned region_shift, const char 
 struct resize_link_in {
 	uint64_t local, peer;		/* bytes */
 	bool no_sync;			/* the generations say: nothing to move */
-	bool local_primary;
-	uint64_t clients_max;		/* largest size an NBD client here uses */
+	uint64_t clients_max;		/* largest size an NBD client here uses (a
+					 * Primary's, or a migration window's) */
 };
 
 struct resize_link_verdict {

@@ -1,7 +1,7 @@
 /* test-resize.c: table tests of the pure decisions of replication/resize.c:
  * the sizes at open (grow, or refuse), an online grow's request, and whether
  * a link between replicas of different sizes may come up (every row also
- * with local and peer swapped where no Primary is involved). */
+ * with local and peer swapped where no NBD client is involved). */
 #include "config.h"
 
 #include <errno.h>
@@ -93,19 +93,16 @@ static const struct link_row {
 	struct resize_link_in in;
 	bool wait;
 } link_rows[] = {
-	{ "equal sizes", { 64 * M, 64 * M, false, true, 64 * M }, false },
-	{ "equal sizes, resync due", { 64 * M, 64 * M, false, false, 0 }, false },
-	{ "peer grew first, in sync", { 64 * M, 96 * M, true, false, 0 }, false },
-	{ "we grew first, in sync", { 96 * M, 64 * M, true, false, 0 }, false },
-	{ "differ, a resync is due", { 96 * M, 64 * M, false, false, 0 }, true },
-	{ "differ, a resync is due (smaller here)", { 64 * M, 96 * M, false, false, 0 }, true },
-	{ "Primary grew, its clients within the peer's size",
-	  { 96 * M, 64 * M, true, true, 64 * M }, false },
-	{ "Primary grew, no client", { 96 * M, 64 * M, true, true, 0 }, false },
-	{ "Primary grew, a client uses more than the peer has",
-	  { 96 * M, 64 * M, true, true, 96 * M }, true },
-	{ "Primary smaller than the peer", { 64 * M, 96 * M, true, true, 64 * M }, false },
-	{ "Primary grew, resync due", { 96 * M, 64 * M, false, true, 0 }, true },
+	{ "equal sizes", { 64 * M, 64 * M, false, 64 * M }, false },
+	{ "equal sizes, resync due", { 64 * M, 64 * M, false, 0 }, false },
+	{ "peer grew first, in sync", { 64 * M, 96 * M, true, 0 }, false },
+	{ "we grew first, in sync", { 96 * M, 64 * M, true, 0 }, false },
+	{ "differ, a resync is due", { 96 * M, 64 * M, false, 0 }, true },
+	{ "differ, a resync is due (smaller here)", { 64 * M, 96 * M, false, 0 }, true },
+	{ "grew here, its clients within the peer's size", { 96 * M, 64 * M, true, 64 * M }, false },
+	{ "grew here, a client uses more than the peer has", { 96 * M, 64 * M, true, 96 * M }, true },
+	{ "smaller here, with clients", { 64 * M, 96 * M, true, 64 * M }, false },
+	{ "grew here, clients, resync due", { 96 * M, 64 * M, false, 64 * M }, true },
 };
 
 static void test_link(void)
@@ -118,9 +115,9 @@ static void test_link(void)
 		CHECK_MSG(v.wait == r->wait, "%s: got %s", r->what, v.wait ? "wait" : "up");
 		CHECK_MSG((v.why == NULL) == (r->in.local == r->in.peer), "%s: reason %s",
 			  r->what, v.why ? v.why : "(none)");
-		if (r->in.local_primary)
+		if (r->in.clients_max)
 			continue;
-		/* Both sides of a link without a Primary decide alike. */
+		/* Both sides of a link without clients decide alike. */
 		sw.local = r->in.peer;
 		sw.peer = r->in.local;
 		CHECK_MSG(resize_link_decide(&sw).wait == r->wait, "%s, swapped", r->what);
