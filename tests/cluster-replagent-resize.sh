@@ -127,6 +127,7 @@ start_writer "$ACK2" --unix "${RC_NBD[1]}" --export vol0 --duration 4 \
 	--inflight 16 --flush-every 64 --base "$OLD" --span $((NEW - OLD)) --stall-timeout 20
 wait_writer || problem "writes in the new area (through n1) failed"
 [ "$(acks "$ACK2")" -gt 100 ] || problem "only $(acks "$ACK2") writes in the new area"
+# shellcheck disable=SC2034 # WRITER_LOG: read by wait_writer
 WRITER_PID=$W1_PID WRITER_LOG=$ACK1
 wait_writer || problem "the writer on the connection made before the resize failed"
 
