@@ -311,6 +311,33 @@ static void set_aside(struct clusterd *cd, const char *name)
 	rename(from, to);
 }
 
+/* A new version of a volume this node holds: a larger size grows the
+ * replica, online (the engine logs how it goes).  A definition of another
+ * volume under the same name (deleted and made again while this one could
+ * not go) is not ours to apply. */
+static void grow_to_def(struct repl_volume *vol, const struct voldef *d)
+{
+	uint64_t have = repl_volume_size(vol);
+	char uuid[37], mine[37], why[160] = "", a[32], b[32];
+
+	uuid_format(d->uuid, uuid);
+	repl_volume_uuid(vol, mine);
+	if (strcmp(uuid, mine) != 0 || d->size == have)
+		return;
+	if (d->size < have) {
+		log_warn("cluster: volume %s: version %" PRIu64 " says %s, this replica has "
+			 "%s and a volume never shrinks: resize it to at least that", d->name,
+			 d->version, format_size(d->size, a, sizeof(a)),
+			 format_size(have, b, sizeof(b)));
+		return;
+	}
+	log_notice("cluster: volume %s: version %" PRIu64 " grows it to %s (%" PRIu64
+		   " bytes)", d->name, d->version, format_size(d->size, a, sizeof(a)), d->size);
+	if (repl_volume_grow(vol, d->size, why, sizeof(why)) < 0)
+		log_err("cluster: volume %s: cannot grow to %" PRIu64 " bytes: %s", d->name,
+			d->size, why);
+}
+
 static void apply_def(struct clusterd *cd, const struct voldef *d)
 {
 	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
@@ -324,8 +351,10 @@ static void apply_def(struct clusterd *cd, const struct voldef *d)
 			set_aside(cd, d->name);	/* also if we were down at the delete */
 		return;
 	}
-	if (vol)
+	if (vol) {
+		grow_to_def(vol, d);
 		return;
+	}
 	if (voldb_port_conflict(cd->db, d)) {
 		log_err("cluster: volume %s wants port %u, which an earlier volume uses: "
 			"delete and create it again", d->name, d->port);
@@ -797,6 +826,47 @@ static void cmd_delete(struct clusterd *cd, char **w, unsigned n, struct json_wr
 	answer_ok(jw);
 }
 
+/* A larger size for a volume: a new version of its definition, which every
+ * node applies to its replica (apply_def), now or when it comes back. */
+static void cmd_resize(struct clusterd *cd, char **w, unsigned n, struct json_writer *jw)
+{
+	struct clmsg m = { .type = CLMSG_VOLDEF };
+	const char *why = NULL;
+	uint64_t size;
+	char a[32];
+
+	if (n != 3) {
+		answer_err(jw, "usage: volume-resize NAME SIZE");
+		return;
+	}
+	if (parse_size(w[2], &size) < 0) {
+		answer_err(jw, "invalid size (expected e.g. 10G)");
+		return;
+	}
+	if (size > REPL_VOLUME_SIZE_MAX) {
+		answer_err(jw, "the size is beyond the largest a volume can be (128 TiB)");
+		return;
+	}
+	if (!cd->quorate) {
+		answer_err(jw, "this node's partition has no quorum");
+		return;
+	}
+	/* Built on what this node knows: it must know the latest version. */
+	if (!cd->synced) {
+		answer_err(jw, "the members are still exchanging their state: try again");
+		return;
+	}
+	if (voldb_resize(cd->db, w[1], size, cd->nodeid, &m.u.voldef, &why) < 0) {
+		answer_err(jw, why);
+		return;
+	}
+	send_msg(cd, &m);
+	log_notice("control: volume-resize %s to %s (%" PRIu64 " bytes, version %" PRIu64
+		   "): sent to the group", w[1], format_size(size, a, sizeof(a)), size,
+		   m.u.voldef.version);
+	answer_ok(jw);
+}
+
 static void cmd_list(struct clusterd *cd, struct json_writer *jw)
 {
 	json_obj_begin(jw);
@@ -834,6 +904,8 @@ static bool command(void *arg, char **w, unsigned n, struct json_writer *jw)
 		cmd_create(cd, w, n, jw);
 	else if (strcmp(w[0], "volume-delete") == 0)
 		cmd_delete(cd, w, n, jw);
+	else if (strcmp(w[0], "volume-resize") == 0)
+		cmd_resize(cd, w, n, jw);
 	else if (strcmp(w[0], "volume-list") == 0)
 		cmd_list(cd, jw);
 	else

@@ -181,6 +181,7 @@ static void put_peer(struct json_writer *w, const struct repl_peer_status *p)
 	json_kv_u64(w, "resync_sent_bytes", p->resync_sent_bytes);
 	json_kv_str(w, "reason", p->reason);
 	json_kv_u64(w, "verify_differing", p->verify_differing);
+	json_kv_u64(w, "size", p->size);
 	json_obj_end(w);
 }
 
@@ -208,6 +209,15 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_str(w, "name", st.name);
 	json_kv_str(w, "uuid", st.uuid);
 	json_kv_u64(w, "size", st.size);
+	json_kv_u64(w, "export_size", st.export_size);
+	if (st.grow_to) {
+		st.grow_error[sizeof(st.grow_error) - 1] = '\0';
+		json_key(w, "grow");
+		json_obj_begin(w);
+		json_kv_u64(w, "to", st.grow_to);
+		json_kv_str(w, "error", st.grow_error);
+		json_obj_end(w);
+	}
 	json_kv_str(w, "role", st.role);
 	json_kv_str(w, "disk", st.disk);
 	json_kv_u64(w, "clients", st.clients);

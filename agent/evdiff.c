@@ -67,6 +67,17 @@ static struct evdiff_change *cmp_bool(struct list *l, const char *field, const c
 	return c;
 }
 
+/* A number (the size in bytes), as a decimal string. */
+static void cmp_u64(struct list *l, const char *field, uint64_t from, uint64_t to)
+{
+	struct evdiff_change *c;
+
+	if (from == to || !(c = next(l, field, NULL, NULL)))
+		return;
+	snprintf(c->from.s, sizeof(c->from.s), "%" PRIu64, from);
+	snprintf(c->to.s, sizeof(c->to.s), "%" PRIu64, to);
+}
+
 /* ---- volumes ---------------------------------------------------------------- */
 
 static const struct repl_peer_status *peer_named(const struct repl_volume_status *st,
@@ -104,6 +115,7 @@ unsigned evdiff_volume(const struct repl_volume_status *old,
 	cmp_bool(&l, "io_frozen", NULL, NULL, old->io_frozen, new_st->io_frozen);
 	cmp_bool(&l, "up", NULL, NULL, old->up, new_st->up);
 	cmp_str(&l, "window", NULL, NULL, old->window, new_st->window);
+	cmp_u64(&l, "size", old->size, new_st->size);
 	for (unsigned i = 0; i < new_st->n_peers && i < REPL_MAX_PEERS; i++)
 		cmp_peer(&l, peer_named(old, new_st->peers[i].node), &new_st->peers[i]);
 	for (unsigned i = 0; i < old->n_peers && i < REPL_MAX_PEERS; i++)

@@ -6,7 +6,8 @@
  * daemon keeps the last state it published and asks what differs whenever
  * something may have changed; nothing here keeps state, does I/O or looks
  * at the clock.  The fields compared are the ones a person or a monitor
- * acts on: role, disk, io_frozen, up, and each peer's link, role and disk;
+ * acts on: role, disk, io_frozen, up, window, size (a grow, in bytes as a
+ * decimal string), and each peer's link, role and disk;
  * corosync connection, quorum, state exchange, and each node's membership
  * and address.  Counters (clients, resync progress) are in the state that
  * every event carries, not in its changes. */

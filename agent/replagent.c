@@ -85,6 +85,8 @@ static void usage(FILE *f)
 		"                            define a replicated volume (cluster mode)\n"
 		"  volume list [--json]      the cluster's volumes\n"
 		"  volume delete NAME        remove a volume that is not Primary\n"
+		"  volume resize NAME --size SIZE\n"
+		"                            grow a volume, online, on every replica\n"
 		"  version                   versions of this program and of the daemon\n"
 		"  help                      this text\n\n"
 		"Options:\n"
@@ -393,11 +395,41 @@ static void print_peer(const struct json_value *p, const struct widths *w)
 	put_line(line);
 }
 
+/* The size, and a grow going on or failed; on a Primary, the size its
+ * new NBD clients get while some replica has not grown yet. */
+static void append_size(char *line, size_t size, const struct json_value *v)
+{
+	const struct json_value *grow = json_get(v, "grow");
+	const char *err = grow ? json_get_str(grow, "error") : NULL, *role;
+	uint64_t bytes = 0, exp = 0, to = 0;
+	char part[256], a[32], text[160];
+
+	json_get_u64(v, "size", &bytes);
+	snprintf(part, sizeof(part), "  %s", format_size(bytes, a, sizeof(a)));
+	append(line, size, part);
+	role = json_get_str(v, "role");
+	if (role && !strcmp(role, "Primary") && json_get_u64(v, "export_size", &exp) == 0 &&
+	    exp < bytes) {
+		snprintf(part, sizeof(part), "  (new NBD clients get %s until every replica "
+			 "has grown)", format_size(exp, a, sizeof(a)));
+		append(line, size, part);
+	}
+	if (grow && json_get_u64(grow, "to", &to) == 0) {
+		if (err && *err)
+			snprintf(part, sizeof(part), "  cannot grow to %s: %s",
+				 format_size(to, a, sizeof(a)), clean(err, text, sizeof(text)));
+		else
+			snprintf(part, sizeof(part), "  growing to %s",
+				 format_size(to, a, sizeof(a)));
+		append(line, size, part);
+	}
+}
+
 static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
 	uint64_t clients = 0;
-	char line[512];
+	char line[1024];
 
 	json_get_u64(v, "clients", &clients);
 	snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  clients %" PRIu64 "%s",
@@ -405,6 +437,7 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 		 w->role, or_unknown(json_get_str(v, "role")),
 		 w->disk, or_unknown(json_get_str(v, "disk")), clients,
 		 json_get_bool(v, "io_frozen") ? "  I/O frozen" : "");
+	append_size(line, sizeof(line), v);
 	put_line(line);
 	for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next)
 		print_peer(p, w);
@@ -1002,7 +1035,7 @@ static int cmd_window(struct cli *cli, int argc, char **argv)
 	return simple_request(cli, req, what, NULL);
 }
 
-/* ---- volume create | list | delete ------------------------------------------- */
+/* ---- volume create | list | delete | resize ---------------------------------- */
 
 static void print_volume_list(const struct json_value *ans)
 {
@@ -1049,6 +1082,34 @@ static int volume_create(struct cli *cli, int argc, char **argv)
 	return simple_request(cli, req, "volume create", NULL);
 }
 
+/* volume resize NAME --size SIZE: a new version of the definition; each
+ * node grows its replica when it gets it (status shows how it goes). */
+static int volume_resize(struct cli *cli, int argc, char **argv)
+{
+	const char *name = NULL, *size = NULL;
+	char req[512];
+	int ex;
+
+	for (int i = 0; i < argc; i++) {
+		if (!strcmp(argv[i], "--size") && i + 1 < argc)
+			size = argv[++i];
+		else if (argv[i][0] == '-')
+			return usage_error("unknown option", argv[i]);
+		else if (!name && word_ok(argv[i]))
+			name = argv[i];
+		else
+			return usage_error("unexpected argument", argv[i]);
+	}
+	if (!name || !size || !word_ok(size))
+		return usage_error("usage: volume resize NAME --size", "SIZE");
+	snprintf(req, sizeof(req), "volume-resize %s %s\n", name, size);
+	ex = simple_request(cli, req, "volume resize", NULL);
+	if (ex == EX_OK)
+		printf("volume %s: the new size %s goes to every node; each replica grows "
+		       "as it gets it (replagent status shows it)\n", name, size);
+	return ex;
+}
+
 static int cmd_volume(struct cli *cli, int argc, char **argv)
 {
 	char req[256];
@@ -1056,6 +1117,8 @@ static int cmd_volume(struct cli *cli, int argc, char **argv)
 
 	if (argc >= 1 && !strcmp(argv[0], "create"))
 		return volume_create(cli, argc - 1, argv + 1);
+	if (argc >= 1 && !strcmp(argv[0], "resize"))
+		return volume_resize(cli, argc - 1, argv + 1);
 	if (argc >= 1 && !strcmp(argv[0], "list") && (argc == 1 || json)) {
 		if (json) {
 			char *raw = NULL;
@@ -1073,7 +1136,7 @@ static int cmd_volume(struct cli *cli, int argc, char **argv)
 		snprintf(req, sizeof(req), "volume-delete %s\n", argv[1]);
 		return simple_request(cli, req, "volume delete", NULL);
 	}
-	return usage_error("usage: volume create|list|delete, got", argc ? argv[0] : "");
+	return usage_error("usage: volume create|list|delete|resize, got", argc ? argv[0] : "");
 }
 
 int main(int argc, char **argv)

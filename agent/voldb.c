@@ -166,9 +166,14 @@ int voldef_cmp(const struct voldef *a, const struct voldef *b)
 	int c = cmp_u64(a->version, b->version);
 
 	if (!c)
-		c = cmp_u64(a->origin, b->origin);
-	if (!c)
 		c = (int)a->deleted - (int)b->deleted;
+	/* Two resizes made at once: the larger wins everywhere, so that a
+	 * replica that already grew to it is never left larger than its
+	 * volume (a volume only grows). */
+	if (!c)
+		c = cmp_u64(a->size, b->size);
+	if (!c)
+		c = cmp_u64(a->origin, b->origin);
 	if (!c)
 		c = cmp_encoding(a, b);
 	return c;
@@ -653,4 +658,29 @@ bool voldb_port_conflict(const struct voldb *db, const struct voldef *v)
 			return true;
 	}
 	return false;
+}
+
+int voldb_resize(const struct voldb *db, const char *name, uint64_t size,
+		 uint32_t local_nodeid, struct voldef *out, const char **why)
+{
+	const struct voldef *old = voldb_find(db, name);
+	const char *dummy;
+
+	why = why ? why : &dummy;
+	if (!old || old->deleted)
+		return fail(why, "no such volume", -ENOENT);
+	if (!size || size % CLMSG_SECTOR || size > INT64_MAX)
+		return fail(why, "the size must be a positive multiple of 512 bytes", -EINVAL);
+	if (size == old->size)
+		return fail(why, "the volume has that size already", -EALREADY);
+	if (size < old->size)
+		return fail(why, "the volume is larger than that: a volume only grows "
+			    "(shrinking would lose the data at its end)", -EINVAL);
+	if (old->version == UINT64_MAX)
+		return fail(why, "the volume's version numbers are exhausted", -EOVERFLOW);
+	*out = *old;
+	out->version++;
+	out->origin = local_nodeid;
+	out->size = size;
+	return 0;
 }

@@ -45,10 +45,13 @@ void voldb_free(struct voldb *db);	/* NULL ok */
 int voldb_load(struct voldb *db);
 
 /* The merge rule, pure: > 0 if a beats b, 0 if they are identical, < 0 if
- * b beats a.  The higher version wins; at equal versions the higher origin
- * nodeid; at equal (version, origin) - two nodes should never make that,
- * but a node that lost its state might - a tombstone, then the larger
- * encoding in byte order.  Every node picks the same winner. */
+ * b beats a.  The higher version wins; at equal versions a tombstone (a
+ * delete made at the same time as another change wins), then the larger
+ * size (of two resizes made at once the larger wins: a replica that grew
+ * to it is never left larger than its volume), then the higher origin
+ * nodeid, then - two nodes should never get that far, but a node that
+ * lost its state might - the larger encoding in byte order.  Every node
+ * picks the same winner. */
 int voldef_cmp(const struct voldef *a, const struct voldef *b);
 
 /* Applies the rule to the in-memory set only (no I/O): enum voldb_merge,
@@ -83,6 +86,14 @@ int voldb_create(const struct voldb *db, const char *name, uint64_t size,
  * -EOVERFLOW (version exhausted). */
 int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid,
 		 struct voldef *out);
+
+/* Builds (does not store) the next version of a live volume with a larger
+ * size, this node as origin (the UUID stays: the same volume, grown).  0,
+ * or with *why for people: -ENOENT (no live volume of that name), -EINVAL
+ * (smaller - a volume only grows - or not a positive multiple of 512),
+ * -EALREADY (that size already), -EOVERFLOW (version exhausted). */
+int voldb_resize(const struct voldb *db, const char *name, uint64_t size,
+		 uint32_t local_nodeid, struct voldef *out, const char **why);
 
 /* Another live definition uses v's port and sorts before v by name: v must
  * not use it (the same answer on every node, in any arrival order). */

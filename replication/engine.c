@@ -8,6 +8,7 @@
 
 #include "log.h"
 #include "repl_int.h"
+#include "resize.h"
 
 int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg)
 {
@@ -66,6 +67,7 @@ void repl_engine_set_hooks(struct repl_engine *eng, const struct repl_hooks *hoo
 
 void repl__changed(struct repl_volume *vol)
 {
+	repl__resize_changed(vol);
 	if (vol->eng->hooks.changed)
 		vol->eng->hooks.changed(vol->eng->hooks.arg, vol);
 }

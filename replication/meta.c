@@ -517,6 +517,19 @@ static int load_bitmaps(struct meta *m)
 	return 0;
 }
 
+static char *grow_path_of(const char *path);
+
+/* A grow interrupted by a crash left PATH.grow; PATH itself is intact
+ * (the rename never happened).  Called with PATH locked. */
+static void remove_stale_grow(const char *path)
+{
+	char *tmp = grow_path_of(path);
+
+	if (tmp && unlink(tmp) == 0)
+		log_warn("meta %s: removed %s, left by a grow that did not finish", path, tmp);
+	free(tmp);
+}
+
 int meta_open(const char *path, struct meta **out)
 {
 	uint8_t *buf = calloc(2, META_SLOT_SIZE);
@@ -537,6 +550,8 @@ int meta_open(const char *path, struct meta **out)
 		return err;
 	}
 	err = lock_fd(path, fd);
+	if (!err)
+		remove_stale_grow(path);
 	if (!err && fstat(fd, &st) < 0) {
 		err = -errno;
 		log_err_errno(-err, "meta %s: fstat", path);
@@ -613,6 +628,149 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 		return err;
 	m->sb = next;
 	m->cur_slot = slot;
+	return 0;
+}
+
+/* ---- growing ----------------------------------------------------------------
+ *
+ * A larger size moves the second and third bitmaps (the stride grows), so
+ * the file cannot change in place safely.  Instead a whole new file is
+ * written beside it (PATH.grow: both slots, every bitmap from memory),
+ * made durable, locked, and renamed over PATH; rename is atomic, so a crash
+ * leaves either the old file or the new one, both complete.  A PATH.grow
+ * left by a crash is removed by the next meta_open(). */
+
+static char *grow_path_of(const char *path)
+{
+	char *p;
+
+	return asprintf(&p, "%s.grow", path) < 0 ? NULL : p;
+}
+
+/* Slot 0 current (seq of n), slot 1 an older copy, the bitmaps of n. */
+static int write_grown_file(struct meta *n, uint64_t old_seq)
+{
+	uint8_t *buf = calloc(2, META_SLOT_SIZE);
+	struct meta_super copy = n->sb;
+	int err;
+
+	if (!buf)
+		return -ENOMEM;
+	err = posix_fallocate(n->fd, 0, (off_t)file_size_of(n));
+	if (err == EOPNOTSUPP || err == EINVAL)
+		err = ftruncate(n->fd, (off_t)file_size_of(n)) < 0 ? errno : 0;
+	err = -err;
+	slot_encode(&n->sb, buf);
+	copy.seq = old_seq;
+	slot_encode(&copy, buf + META_SLOT_SIZE);
+	if (!err)
+		err = full_pwrite(n->fd, buf, 2 * META_SLOT_SIZE, 0);
+	free(buf);
+	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
+		err = full_pwrite(n->fd, n->bm[i], (size_t)n->stride,
+				  (off_t)(META_BITMAP_OFFSET + i * n->stride));
+	if (!err && fsync(n->fd) < 0)
+		err = -errno;
+	return err;
+}
+
+/* The new file, complete and durable at tmp, locked; *out owns its fd. */
+static int build_grown(struct meta *m, const char *tmp, const struct meta_super *sb,
+		       struct meta **out)
+{
+	struct meta *n = NULL;
+	int fd, err;
+
+	unlink(tmp);
+	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	err = meta_alloc(m->path, fd, sb, &n);	/* takes fd */
+	if (err)
+		return err;
+	err = lock_fd(tmp, n->fd);
+	/* Every bit of the old size keeps its place; the new ones are clear. */
+	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
+		memcpy(n->bm[i], m->bm[i], (size_t)m->stride);
+	if (!err)
+		err = write_grown_file(n, m->sb.seq);
+	if (err) {
+		meta_free(n);
+		return err;
+	}
+	*out = n;
+	return 0;
+}
+
+/* m takes n's file and geometry; n's shell is freed. */
+static void adopt_grown(struct meta *m, struct meta *n)
+{
+	close(m->fd);
+	m->fd = n->fd;
+	n->fd = -1;
+	m->sb = n->sb;
+	m->cur_slot = 0;
+	m->regions = n->regions;
+	m->stride = n->stride;
+	m->npages = n->npages;
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
+		free(m->bm[i]);
+		free(m->pstate[i]);
+		m->bm[i] = n->bm[i];
+		m->pstate[i] = n->pstate[i];
+		n->bm[i] = NULL;
+		n->pstate[i] = NULL;
+	}
+	m->pages_set = 0;
+	m->pages_dirty = 0;
+	meta_free(n);
+}
+
+int meta_grow(struct meta *m, uint64_t size)
+{
+	struct meta_super sb = m->sb;
+	struct meta *n = NULL;
+	const char *why;
+	char *tmp;
+	int err;
+
+	if (m->broken)
+		return m->broken;
+	sb.size = size;
+	sb.seq = m->sb.seq + 1;
+	why = size <= m->sb.size ? "the new size is not larger" : super_invalid(&sb);
+	if (why) {
+		log_err("meta %s: cannot grow to %" PRIu64 " bytes: %s", m->path, size, why);
+		return -EINVAL;
+	}
+	tmp = grow_path_of(m->path);
+	if (!tmp)
+		return -ENOMEM;
+	err = build_grown(m, tmp, &sb, &n);
+	if (err) {
+		log_err_errno(-err, "meta %s: writing the grown metadata %s", m->path, tmp);
+		unlink(tmp);
+		free(tmp);
+		return err;
+	}
+	if (rename(tmp, m->path) < 0) {
+		err = -errno;
+		log_err_errno(-err, "meta %s: renaming %s over it", m->path, tmp);
+		unlink(tmp);
+		meta_free(n);
+		free(tmp);
+		return err;
+	}
+	free(tmp);
+	adopt_grown(m, n);
+	/* Without the directory on disk a crash could bring back the old
+	 * file, without the bits set from now on: write nothing more. */
+	err = fsync_dir_of(m->path);
+	if (err) {
+		log_err("meta %s: grown, but not durably; refusing further writes", m->path);
+		m->broken = -EIO;
+		return -EIO;
+	}
 	return 0;
 }
 
@@ -875,8 +1033,18 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
-	j->fd = m->fd;
+	/* The job's own descriptor: meta_grow() may replace the file (and
+	 * close m->fd) while the job runs.  Its writes then reach the old
+	 * file, harmlessly: the new one was made from memory, which has
+	 * every bit the job carries. */
+	j->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
 	j->path = m->path;
+	if (j->fd < 0) {
+		err = -errno;
+		log_err_errno(-err, "meta %s: dup for a bitmap flush", m->path);
+		free(j);
+		return err;
+	}
 	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
 		err = job_add_peer(m, j, i);
 	if (err) {
@@ -914,6 +1082,8 @@ void meta_flush_job_free(struct meta_flush_job *j)
 {
 	if (!j)
 		return;
+	if (j->fd >= 0)
+		close(j->fd);
 	for (size_t i = 0; i < j->n; i++)
 		free(j->runs[i].data);
 	free(j->runs);

@@ -22,7 +22,7 @@
  * its last 4 bytes over the rest of the slot; see meta.c for every field.
  * An update writes the slot not holding the current superblock with seq + 1
  * and fdatasyncs; open takes the valid slot with the highest seq.  The file
- * size never changes after creation.
+ * size changes only by meta_grow(), which replaces the whole file at once.
  *
  * Thread safety: none inside.  A struct meta is used by one thread at a
  * time; the caller serialises every call on it (including the const ones
@@ -116,6 +116,19 @@ const struct meta_super *meta_get(const struct meta *m);
  * sb->seq is ignored and meta_get() then shows the new seq.  size and
  * region_shift cannot change (-EINVAL); on error meta_get() is unchanged. */
 int meta_update(struct meta *m, const struct meta_super *sb);
+
+/* Grows the volume to size bytes: the same superblock with the new size,
+ * every bit of the old size kept in place, the new ones clear.  The file is
+ * replaced as a whole (PATH.grow written, fsynced, locked and renamed over
+ * PATH, then the directory fsynced), so a crash at any moment leaves the
+ * old metadata or the new one, each complete and valid.  Pending bitmap
+ * changes reach the new file; a flush job begun before and run after is
+ * harmless (it writes to the replaced file).  0, -EINVAL (not larger, not a
+ * multiple of 512, or too large for the bitmap limit), or the I/O's -errno
+ * with the metadata unchanged; -EIO when the new file is in use but its
+ * rename may not be durable (further writes are refused, as after a failed
+ * fdatasync). */
+int meta_grow(struct meta *m, uint64_t size);
 
 /* ---- dirty bitmaps, one per peer slot ---------------------------------
  * A peer index >= META_MAX_PEERS is a caller bug: tests return false and

@@ -33,6 +33,7 @@
 #include "log.h"
 #include "nbd-protocol.h"
 #include "repl_int.h"
+#include "resize.h"
 #include "util.h"
 
 #define IN_CAP		(NBD_MAX_OPTION_LEN + 64 * 1024)
@@ -68,6 +69,7 @@ struct nbd_conn {
 	uint8_t *in;
 	size_t in_start, in_end;
 	struct repl_volume *vol;
+	uint64_t size;			/* negotiated: the export's size for good */
 	bool structured;
 	bool no_zeroes;
 	struct nbd_req *rx;		/* write whose payload is arriving */
@@ -368,7 +370,7 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 {
 	struct nbd_request r;
 	struct nbd_export_view exp = {
-		.size = c->vol->size,
+		.size = c->size,
 		.read_only = c->vol->role != REPL_PRIMARY && !c->vol->window,
 		.structured = c->structured,
 	};
@@ -419,10 +421,13 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 
 /* ---- handshake ------------------------------------------------------- */
 
-static int send_export_info(struct nbd_conn *c, uint32_t opt, struct repl_volume *vol)
+/* A client gets the size every connected replica has (resize.h), and
+ * keeps it: NBD has no way to tell it of a new one. */
+static int send_export_info(struct nbd_conn *c, uint32_t opt, struct repl_volume *vol,
+			    uint64_t size)
 {
 	struct __attribute__((packed)) { uint16_t type; uint64_t size; uint16_t flags; } ie = {
-		htobe16(NBD_INFO_EXPORT), htobe64(vol->size),
+		htobe16(NBD_INFO_EXPORT), htobe64(size),
 		htobe16(repl__nbd_export_flags(vol)),
 	};
 	struct __attribute__((packed)) { uint16_t type; uint32_t min, pref, max; } bs = {
@@ -469,9 +474,10 @@ static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name, b
 	return vol;
 }
 
-static void enter_transmission(struct nbd_conn *c, struct repl_volume *vol)
+static void enter_transmission(struct nbd_conn *c, struct repl_volume *vol, uint64_t size)
 {
 	c->vol = vol;
+	c->size = size;
 	vol->clients++;
 	repl__window_clients_changed(vol);
 	c->state = CS_TRANSMISSION;
@@ -485,6 +491,7 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint3
 	struct repl_volume *vol;
 	uint32_t namelen, err;
 	uint16_t ninfo;
+	uint64_t size;
 
 	if (len < 6)
 		return opt_error(c, opt, NBD_REP_ERR_INVALID, "option too short");
@@ -503,10 +510,12 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint3
 	vol = export_lookup(c, name, opt == NBD_OPT_GO, &err, msg, sizeof(msg));
 	if (!vol)
 		return opt_error(c, opt, err, msg);
-	if (send_export_info(c, opt, vol) < 0 || opt_reply(c, opt, NBD_REP_ACK, NULL, 0) < 0)
+	size = repl__volume_export_size(vol);
+	if (send_export_info(c, opt, vol, size) < 0 ||
+	    opt_reply(c, opt, NBD_REP_ACK, NULL, 0) < 0)
 		return -ENOMEM;
 	if (opt == NBD_OPT_GO)
-		enter_transmission(c, vol);
+		enter_transmission(c, vol, size);
 	return 0;
 }
 
@@ -516,7 +525,7 @@ static int opt_export_name(struct nbd_conn *c, const uint8_t *d, uint32_t len)
 	struct repl_volume *vol;
 	uint32_t err;
 	uint8_t reply[8 + 2 + 124] = { 0 };
-	uint64_t size;
+	uint64_t size, be;
 	uint16_t flags;
 
 	if (len > NBD_MAX_NAME_LEN)
@@ -529,13 +538,14 @@ static int opt_export_name(struct nbd_conn *c, const uint8_t *d, uint32_t len)
 		log_warn("NBD client refused: %s", msg);
 		return -EPROTO;
 	}
-	size = htobe64(vol->size);
+	size = repl__volume_export_size(vol);
+	be = htobe64(size);
 	flags = htobe16(repl__nbd_export_flags(vol));
-	memcpy(reply, &size, 8);
+	memcpy(reply, &be, 8);
 	memcpy(reply + 8, &flags, 2);
 	if (send_bytes(c, reply, c->no_zeroes ? 10 : sizeof(reply), NULL, 0) < 0)
 		return -ENOMEM;
-	enter_transmission(c, vol);
+	enter_transmission(c, vol, size);
 	return 0;
 }
 
@@ -1024,4 +1034,15 @@ void repl__nbd_conns_drop_volume(struct repl_engine *eng, struct repl_volume *vo
 		conn_update(c);
 		conn_maybe_close(c);
 	}
+}
+
+uint64_t repl__nbd_clients_max_size(const struct repl_engine *eng,
+				    const struct repl_volume *vol)
+{
+	uint64_t max = 0;
+
+	for (const struct nbd_conn *c = eng->conns; c; c = c->next)
+		if (c->vol == vol && c->state == CS_TRANSMISSION)
+			max = MAX(max, c->size);
+	return max;
 }

@@ -27,6 +27,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "resize.h"
 #include "util.h"
 #include "wire.h"
 
@@ -518,16 +519,36 @@ static struct gen_verdict try_auto_recovery(struct peer *p, const struct wire_vo
 	return after;
 }
 
+/* The sizes differ and the link may not carry data yet (resize.h): both
+ * sides wait and try again (the usual backoff; at once when this replica
+ * grows), Disconnected, not StandAlone: a grow is going round and will
+ * make them equal.  Said once in the log. */
+static void size_wait(struct peer *p, const char *why, bool tell)
+{
+	struct wire_msg m = { .type = WIRE_BYE };
+	bool said = strcmp(p->reason, why) == 0;
+
+	if (tell && p->l) {
+		m.u.bye_reason = WIRE_BYE_SIZE;
+		link_send(p->l, &m, NULL, 0, NULL);
+		link_flush(p->l);
+	}
+	peer_down(p, said ? NULL : why, false);
+	set_reason(p, "%s", why);
+}
+
 static void on_volume(struct peer *p, const struct wire_volume *v)
 {
 	struct repl_volume *vol = p->vol;
 	struct gen_side local, peer;
 	struct gen_verdict gv;
+	char sz_why[192] = "";
 
-	if (strcmp(v->name, vol->name) != 0 || v->size != vol->size) {
-		standalone(p, WIRE_BYE_REFUSED, "peer has a different volume name or size");
+	if (strcmp(v->name, vol->name) != 0) {
+		standalone(p, WIRE_BYE_REFUSED, "peer has a different volume name");
 		return;
 	}
+	p->size = v->size;
 	if (check_uuid(p, v) < 0) {
 		standalone(p, WIRE_BYE_UNRELATED, "peer holds a different volume (UUID differs)");
 		return;
@@ -571,6 +592,12 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 			      : WIRE_BYE_REFUSED, why);
 		return;
 	}
+	if (!repl__resize_link_ok(p, v->size, gv.decision, sz_why, sizeof(sz_why))) {
+		size_wait(p, sz_why, true);
+		return;
+	}
+	if (v->size != vol->size)
+		plog(LOG_INFO, vol->name, "peer %s: %s", p->node, sz_why);
 	note_peer_view(p, v, gv.decision);
 	p->conn = PC_UP;
 	p->conn_id++;
@@ -779,9 +806,16 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		repl__window_on_handover(p, m->seq, &m->u.handover);
 		break;
 	case WIRE_BYE:
-		peer_down(p, m->u.bye_reason == WIRE_BYE_SHUTDOWN ? "peer shut down"
-			  : "peer refused the connection",
-			  m->u.bye_reason == WIRE_BYE_SPLIT_BRAIN);
+		if (m->u.bye_reason == WIRE_BYE_SIZE)
+			size_wait(p, "the peer waits until the sizes allow the link "
+				  "(a resize is going round)", false);
+		else
+			peer_down(p, m->u.bye_reason == WIRE_BYE_SHUTDOWN ? "peer shut down"
+				  : "peer refused the connection",
+				  m->u.bye_reason == WIRE_BYE_SPLIT_BRAIN);
+		break;
+	case WIRE_SIZE:
+		repl__resize_peer_size(p, m->u.size);
 		break;
 	default:
 		repl__peer_drop(p, "unexpected frame");
@@ -1407,6 +1441,16 @@ void repl__peers_set_down(struct repl_volume *vol, bool down)
 				reconnect_fire(p);
 		}
 	}
+}
+
+void repl__peer_reconnect_now(struct peer *p)
+{
+	if (!p->initiator || p->conn != PC_IDLE || p->link == REPL_LINK_STANDALONE ||
+	    p->vol->down || p->vol->eng->stopping)
+		return;
+	repl__timer_del(p->vol->eng, &p->reconnect_timer);
+	p->backoff_ms = 0;
+	reconnect_fire(p);
 }
 
 /* StandAlone no more: try to connect again (resolve). */

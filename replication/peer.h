@@ -39,6 +39,7 @@ struct peer {
 	uint64_t backoff_ms;
 	void *reconnect_timer;
 	/* what the peer told us */
+	uint64_t size;			/* its replica's size (VOLUME, SIZE) */
 	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
 	uint8_t peer_disk;		/* enum gen_disk */
 	/* writes sent and not acknowledged, oldest first */
@@ -94,6 +95,8 @@ int repl__peer_send_volume(struct peer *p);
 void repl__peer_drop(struct peer *p, const char *why);
 int repl__peer_set_address(struct peer *p, const char *host, const char *port);
 void repl__peer_retry(struct peer *p);
+/* An idle link we open tries again now, not after its backoff. */
+void repl__peer_reconnect_now(struct peer *p);
 void repl__peers_tell_state(struct repl_volume *vol);
 void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side *out);
 /* Writes g back into sb: current, history and peer idx's bitmap generation. */

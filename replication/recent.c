@@ -29,11 +29,28 @@ struct recent {
 	size_t words;
 };
 
+/* The bitmaps follow the volume when it grows: the words it had keep
+ * their bits, the new ones start clear. */
+static int recent_grow(struct recent *r, size_t words)
+{
+	for (unsigned i = 0; i < 2; i++) {
+		uint64_t *bm = realloc(r->bm[i], words * 8);
+		if (!bm)
+			return -ENOMEM;
+		memset(bm + r->words, 0, (words - r->words) * 8);
+		r->bm[i] = bm;
+	}
+	r->words = words;
+	return 0;
+}
+
 static struct recent *recent_get(struct repl_volume *vol)
 {
 	struct recent *r = vol->recent;
 	size_t words = (size_t)DIV_ROUND_UP(meta_regions(vol->meta), 64);
 
+	if (r && r->words < words && recent_grow(r, words) < 0)
+		return NULL;
 	if (r)
 		return r;
 	r = calloc(1, sizeof(*r));

@@ -92,11 +92,26 @@ struct repl_volume_config {
 };
 
 /* Opens (or creates, for a file that does not exist) the volume and its
- * metadata.  -EINVAL if size disagrees with existing metadata, -EBUSY if
- * the name is taken. */
+ * metadata.  A size larger than the existing metadata's grows the replica
+ * (as repl_volume_grow, in the background); -EINVAL if it is smaller, or
+ * if the backing's size disagrees with the metadata; -EBUSY if the name is
+ * taken. */
 int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cfg,
 		    struct repl_volume **out);
 struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name);
+/* Online grow of this replica to size bytes, while it is in use: the
+ * backing (a file is extended; a block device must already be that large),
+ * then the metadata, then the volume; the peers hear of it.  It runs in the
+ * background and logs what happened; status shows the size, or the grow
+ * going on and why it failed (a failed grow is tried again after 5 s, then
+ * twice as late each time up to 5 min, and at once by another call).  A Primary's NBD clients see the new size when
+ * they connect after every connected replica has grown.  0 (started, or
+ * already that size), or -EINVAL (smaller: a volume never shrinks; not a
+ * multiple of 512; too large) with why, -ENOMEM. */
+int repl_volume_grow(struct repl_volume *vol, uint64_t size, char *why, size_t whylen);
+/* The largest volume the metadata can track with replagentd's 64 KiB
+ * regions (2^31 of them): 128 TiB. */
+#define REPL_VOLUME_SIZE_MAX (UINT64_C(1) << 47)
 const char *repl_volume_name(const struct repl_volume *vol);
 uint64_t repl_volume_size(const struct repl_volume *vol);
 enum repl_role repl_volume_role(const struct repl_volume *vol);
@@ -131,12 +146,16 @@ struct repl_peer_status {
 	uint64_t verify_differing;	/* regions the last verify found different */
 	bool recorded_outdated;		/* our metadata says it missed writes */
 	bool in_sync;			/* connected, UpToDate, receiving our writes */
+	uint64_t size;			/* its replica's size as it said (0: unknown) */
 };
 
 struct repl_volume_status {
 	char name[REPL_NAME_MAX + 1];
 	char uuid[37];
-	uint64_t size;
+	uint64_t size;			/* this replica's */
+	uint64_t export_size;		/* what a new NBD client gets (see resize.h) */
+	uint64_t grow_to;		/* 0, or a grow to this size is going on */
+	char grow_error[160];		/* "" or why that grow failed (tried again) */
 	const char *role;		/* "Primary" / "Secondary" */
 	const char *disk;		/* "UpToDate", ... */
 	unsigned clients;

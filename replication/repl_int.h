@@ -68,6 +68,7 @@ struct vol_listener;
 struct verify;
 struct recent;
 struct window;
+struct resize;
 
 struct repl_volume {
 	struct repl_engine *eng;
@@ -103,6 +104,7 @@ struct repl_volume {
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	void *intent_timer;
 	struct verify *verify;		/* the running or last online verify */
+	struct resize *resize;		/* a grow running or failed (resize.c) */
 	struct recent *recent;		/* Secondary: regions applied lately */
 	bool lost_primary;		/* Secondary: its Primary went away */
 	unsigned lost_primary_idx;	/* ... which peer that was */
@@ -144,6 +146,11 @@ void repl__fd_del(struct repl_engine *eng, int fd);
  * and returns the fd and the size.  0 or -errno. */
 int repl__store_open(const char *path, uint64_t create_size, int *fd,
 		     uint64_t *size, bool *blockdev);
+/* Worker thread: grows the store from `from` to `to` bytes: a file is
+ * extended (sparse) and fsynced; a device must have at least `to` bytes
+ * (-ENOSPC otherwise, *dev_size tells how many) and [from, to) is zeroed,
+ * so that the new area reads as zeroes on every replica.  0 or -errno. */
+int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t *dev_size);
 /* Runs io synchronously (worker thread); returns 0 or -errno. */
 int repl__store_exec(int fd, bool blockdev, struct repl_io *io);
 /* Loop helpers for timers. */
@@ -218,6 +225,9 @@ void repl__nbd_conns_stop(struct repl_engine *eng);
 void repl__nbd_conns_free(struct repl_engine *eng);
 /* Ends every client of vol (their requests still finish). */
 void repl__nbd_conns_drop_volume(struct repl_engine *eng, struct repl_volume *vol);
+/* The largest size an NBD client of vol negotiated (0: none attached). */
+uint64_t repl__nbd_clients_max_size(const struct repl_engine *eng,
+				    const struct repl_volume *vol);
 /* Tells the embedding program that vol's state changed. */
 void repl__changed(struct repl_volume *vol);
 int repl__nbd_notify_new(struct repl_engine *eng);

@@ -74,13 +74,31 @@ static uint64_t region_size(const struct repl_volume *vol)
 	return UINT64_C(1) << meta_get(vol->meta)->region_shift;
 }
 
-static void region_range(const struct repl_volume *vol, uint64_t r, uint64_t *off,
-			 uint32_t *len)
+/* Region r as the peer can take it: never past the end of its replica,
+ * which is smaller than ours while a grow goes round (resize.h).  False
+ * if none of it is there yet. */
+static bool region_range(const struct peer *p, uint64_t r, uint64_t *off, uint32_t *len)
 {
-	uint64_t rs = region_size(vol);
+	const struct repl_volume *vol = p->vol;
+	uint64_t rs = region_size(vol), end = vol->size;
 
+	if (p->size && p->size < end)
+		end = p->size;
 	*off = r * rs;
-	*len = (uint32_t)MIN(rs, vol->size - *off);
+	if (*off >= end)
+		return false;
+	*len = (uint32_t)MIN(rs, end - *off);
+	return true;
+}
+
+/* The bytes of a sent region whose bit may go: all of it, also when it
+ * was cut at the end of a smaller peer (the rest is new area, zeroes on
+ * both sides until a client of a larger export writes there). */
+static uint64_t region_done_len(const struct peer *p, const struct rs_req *q)
+{
+	if (q->io.offset + q->io.len == p->size && p->size < p->vol->size)
+		return region_size(p->vol);
+	return q->io.len;
 }
 
 static bool busy_region(const struct repl_volume *vol, const struct resync *rs,
@@ -231,8 +249,7 @@ static void rs_pump(struct peer *p)
 		if (r >= regions)
 			break;
 		rs->cursor = r + 1;
-		region_range(vol, r, &off, &len);
-		if (busy_region(vol, rs, off, len)) {
+		if (!region_range(p, r, &off, &len) || busy_region(vol, rs, off, len)) {
 			skipped = true;
 			continue;
 		}
@@ -277,7 +294,7 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result)
 		plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a resync write",
 			   p->node);
 	else if (!q->redo && meta_bits_clear_range(p->vol->meta, p->idx, q->io.offset,
-						   q->io.len)) {
+						   region_done_len(p, q))) {
 		rs->done_bytes += q->io.len;
 		rate_note(rs, q->io.len);
 	}

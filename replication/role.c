@@ -15,6 +15,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "resize.h"
 #include "util.h"
 
 static const char *const link_names[] = {
@@ -52,6 +53,7 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 		ps->peer_disk = "DUnknown";
 	ps->out_of_sync_bytes = MIN(meta_bits_count(vol->meta, p->idx) * rsz, vol->size);
 	snprintf(ps->reason, sizeof(ps->reason), "%s", p->reason);
+	ps->size = p->size;
 	ps->recorded_outdated = meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED;
 	ps->in_sync = repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 		      p->peer_disk == GEN_DISK_UPTODATE && vol->role == REPL_PRIMARY;
@@ -79,6 +81,7 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->outdate_timeout_ms = vol->outdate_timeout_ms;
 	for (unsigned i = 0; i < 3; i++)
 		st->after_sb[i] = sb_policy_name((enum sb_policy)vol->after_sb[i]);
+	repl__resize_status(vol, st);
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))

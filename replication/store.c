@@ -3,7 +3,8 @@
  * a write with RWF_DSYNC.  Deallocation punches holes in files so that a
  * trimmed range reads back as zeroes on every replica (online verify relies
  * on that); on block devices TRIM is advisory and does nothing, and
- * WRITE_ZEROES uses BLKZEROOUT.  No metadata lives here: see meta.c. */
+ * WRITE_ZEROES uses BLKZEROOUT.  A grow extends a file, or zeroes the new
+ * area of a device.  No metadata lives here: see meta.c. */
 #include "config.h"
 
 #include <errno.h>
@@ -156,6 +157,40 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 	if (r == 0 && (io->flags & REPL_IO_FUA) && fdatasync(fd) < 0)
 		r = -errno;
 	return r;
+}
+
+/* A grow's new area on a device: whatever was there before is not ours,
+ * and every replica must read the same there (a file's reads as zeroes). */
+static int store_grow_device(int fd, uint64_t from, uint64_t to, uint64_t *dev_size)
+{
+	uint64_t range[2] = { from, to - from };
+	int r;
+
+	if (ioctl(fd, BLKGETSIZE64, dev_size) < 0)
+		return -errno;
+	if (*dev_size < to)
+		return -ENOSPC;
+	if (ioctl(fd, BLKZEROOUT, range) < 0 &&
+	    (r = store_write_zero_buf(fd, from, to - from)) < 0)
+		return r;
+	return fdatasync(fd) < 0 ? -errno : 0;
+}
+
+int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t *dev_size)
+{
+	struct stat st;
+
+	*dev_size = 0;
+	if (blockdev)
+		return store_grow_device(fd, from, to, dev_size);
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	/* Larger already: a grow a crash interrupted extended it. */
+	if ((uint64_t)st.st_size < to && ftruncate(fd, (off_t)to) < 0)
+		return -errno;
+	/* The size on disk before the metadata says it: after a crash the
+	 * backing is never smaller than the metadata. */
+	return fsync(fd) < 0 ? -errno : 0;
 }
 
 int repl__store_read_nowait(int fd, struct repl_io *io)

@@ -219,9 +219,16 @@ int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t l
 		snprintf(why, len, "--repair resyncs from the Primary: run it there");
 		return -EPERM;
 	}
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		any |= repl__peer_up(vol->peers[i]) &&
-		       vol->peers[i]->link == REPL_LINK_CONNECTED && !vol->peers[i]->suppressed;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && p->size != vol->size) {
+			snprintf(why, len, "a resize is going round: peer %s has %llu bytes, this "
+				 "replica %llu; verify once both have grown", p->node,
+				 (unsigned long long)p->size, (unsigned long long)vol->size);
+			return -EAGAIN;
+		}
+		any |= repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed;
+	}
 	if (!any) {
 		snprintf(why, len, "no peer is connected and in sync");
 		return -ENOTCONN;

@@ -15,6 +15,7 @@
 #include "meta.h"
 #include "peer.h"
 #include "repl_int.h"
+#include "resize.h"
 #include "util.h"
 
 #define DEFAULT_IO_THREADS 8
@@ -82,14 +83,10 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
 		return r;
 	}
+	r = repl__resize_open(vol, cfg->size);
+	if (r < 0)
+		return r;
 	sb = meta_get(vol->meta);
-	if (sb->size != vol->size) {
-		plog(LOG_ERR, vol->name,
-		     "backing %s has %llu bytes but metadata %s says %llu",
-		     vol->backing, (unsigned long long)vol->size, path,
-		     (unsigned long long)sb->size);
-		return -EINVAL;
-	}
 	upd = *sb;
 	if (!(sb->flags & META_F_CLEAN)) {
 		plog(LOG_WARNING, vol->name, "was not shut down cleanly%s",
@@ -224,7 +221,8 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		plog_errno(LOG_ERR, cfg->name, -r, "cannot open backing %s", cfg->backing);
 		goto fail;
 	}
-	r = volume_check_size(cfg, vol->size);
+	/* With metadata, resize.c checks the sizes (a replica may grow). */
+	r = have_meta ? 0 : volume_check_size(cfg, vol->size);
 	if (r < 0) {
 		plog(LOG_ERR, cfg->name, "backing %s has %llu bytes, expected %llu "
 		     "(a multiple of 512)", cfg->backing,
@@ -248,6 +246,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	eng->volumes = vol;
 	plog(LOG_INFO, vol->name, "serving %s (%llu bytes, %s)", vol->backing,
 	     (unsigned long long)vol->size, vol->role == REPL_PRIMARY ? "Primary" : "Secondary");
+	repl__resize_opened(vol);
 	if (out)
 		*out = vol;
 	return 0;
@@ -262,6 +261,7 @@ void repl__volume_disconnect(struct repl_volume *vol)
 	repl__window_free(vol);
 	repl__verify_free(vol);
 	repl__recent_free(vol);
+	repl__resize_stop(vol);
 	repl__rep_close(vol);
 	repl__peers_stop(vol);
 }
@@ -282,6 +282,7 @@ void repl__volume_free(struct repl_volume *vol)
 		return;
 	repl__volume_disconnect(vol);
 	repl__volume_quiesce(vol);
+	repl__resize_free(vol);
 	repl__peers_free(vol);
 	if (vol->fd >= 0 && fdatasync(vol->fd) < 0)
 		plog_errno(LOG_ERR, vol->name, errno, "fdatasync at close");

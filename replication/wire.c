@@ -240,6 +240,11 @@ static int check_bye(const struct wire_msg *m)
 	return m->u.bye_reason < WIRE_BYE_REASON_COUNT ? 0 : -EINVAL;
 }
 
+static int check_size(const struct wire_msg *m)
+{
+	return m->u.size && m->u.size % 512 == 0 ? 0 : -EINVAL;
+}
+
 static int check_none(const struct wire_msg *m)
 {
 	(void)m;
@@ -350,6 +355,11 @@ static void enc_state(const struct wire_msg *m, uint8_t *p)
 	p[3] = 0;
 	put32(p + 4, m->u.state.outdated_node);
 	put64(p + 8, m->u.state.current);
+}
+
+static void enc_size(const struct wire_msg *m, uint8_t *p)
+{
+	put64(p, m->u.size);
 }
 
 static void enc_bye(const struct wire_msg *m, uint8_t *p)
@@ -502,6 +512,13 @@ static int dec_bye(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	return all_zero(p + 4, 4) ? 0 : -EPROTO;
 }
 
+static int dec_size(const uint8_t *p, uint32_t len, struct wire_msg *m)
+{
+	(void)len;
+	m->u.size = get64(p);
+	return 0;
+}
+
 static int dec_none(const uint8_t *p, uint32_t len, struct wire_msg *m)
 {
 	(void)p;
@@ -547,6 +564,7 @@ static const struct type_info types[WIRE_TYPE_COUNT] = {
 	T(WIRE_VERIFY_REPLY, "VERIFY_REPLY", 16, false, check_verify, enc_verify, dec_verify),
 	T(WIRE_TAKEOVER, "TAKEOVER", 8, false, check_takeover, enc_takeover, dec_takeover),
 	T(WIRE_HANDOVER, "HANDOVER", 24, false, check_handover, enc_handover, dec_handover),
+	T(WIRE_SIZE, "SIZE", 8, false, check_size, enc_size, dec_size),
 };
 
 bool wire_type_valid(uint16_t type)

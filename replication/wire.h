@@ -69,6 +69,7 @@ enum wire_type {
 	WIRE_VERIFY_REPLY,	/* struct wire_verify */
 	WIRE_TAKEOVER,		/* live migration: "hand the Primary role to me" */
 	WIRE_HANDOVER,		/* the answer: struct wire_handover */
+	WIRE_SIZE,		/* "my replica grew to this size" (bytes) */
 	WIRE_TYPE_COUNT		/* one past the last type */
 };
 
@@ -90,6 +91,7 @@ enum wire_bye_reason {
 	WIRE_BYE_UNRELATED,
 	WIRE_BYE_REFUSED,
 	WIRE_BYE_AUTH,
+	WIRE_BYE_SIZE,		/* sizes differ (a resize): wait, then retry */
 	WIRE_BYE_REASON_COUNT
 };
 
@@ -193,6 +195,7 @@ struct wire_msg {
 		struct wire_takeover takeover;
 		struct wire_handover handover;
 		uint32_t bye_reason;		/* enum wire_bye_reason */
+		uint64_t size;			/* SIZE: > 0, a multiple of 512 */
 	} u;				/* AUTH_OK, FLUSH, PING, PING_ACK: empty */
 };
 

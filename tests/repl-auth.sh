@@ -4,9 +4,10 @@
 #   1. a, b with different keys: never connect, a logs "authentication
 #      failed"; a becomes Primary and takes writes, b's volume stays as it was
 #      (sha256 before and after);
-#   2. m, n where n's volume has another name, and s, t where t's volume has
-#      another size, on the same replica addresses: refused, with a log line
-#      that says why, StandAlone; neither volume changes;
+#   2. m, n where n's volume has another name: refused, with a log line
+#      that says why; s, t where t's volume has another size (a grow half
+#      way, see repl-resize.sh): never StandAlone, blank they connect and s
+#      exports the smaller size; neither volume changes;
 #   3. x (Primary), y connected: tests/replwire.py sends 64 KiB of random
 #      bytes, frame headers with huge lengths, bad CRCs and versions, a fake
 #      HELLO, idle and half-sent connections to both replication ports,
@@ -115,10 +116,24 @@ check_refused m n "another volume name" \
 	'[Vv]olume.*(name|differ|not this)|different volume|resource|offers volume' \
 	'p["n"]["link"] != "Connected"'
 
+# Another size alone is a volume half way through a grow (the configs are
+# changed one node at a time): never StandAlone.  Blank, the two have no
+# data to move, so they connect and the smaller size is what s exports.
 log "==== 2b. t's volume has another size"
 cluster_config -t 5 s t
 write_node_config t "${NODE_CONF[t]}" "$CLUSTER_KEY" "$CLUSTER_VOL" 32M "${NODE_BACKING[t]}"
-check_refused s t "another volume size" 'size' 'p["t"]["link"] == "StandAlone"'
+start_node s
+start_node t
+hs=$(sha "${NODE_BACKING[s]}")
+ht=$(sha "${NODE_BACKING[t]}")
+wait_log s 20 'sizes differ' || later_fail "s does not log that t's size differs"
+wait_status s 10 'p["t"]["link"] == "Connected" and p["t"]["size"] == 32 << 20 and v["export_size"] == 32 << 20' ||
+	later_fail "s and t (64 and 32 MiB, blank) did not connect with s exporting 32 MiB"
+log "s and t (another size): $(grep -h 'sizes differ' "$(daemon_log s)" | head -n 1 | sed 's/^.*\] //')"
+stop_node t
+stop_node s
+[ "$(sha "${NODE_BACKING[s]}")" = "$hs" ] || fail "s's volume changed"
+[ "$(sha "${NODE_BACKING[t]}")" = "$ht" ] || fail "t's volume changed"
 
 # ---- 3. garbage on the replication ports -----------------------------------
 log "==== 3. garbage on the replication ports"

@@ -14,7 +14,7 @@
 /* ---- volumes ------------------------------------------------------------------ */
 
 /* "Primary UpToDate" + flags (f: io_frozen, d: down, w: a migration window
- * open) + peers
+ * open, g: grown from 64 to 96 MiB) + peers
  * "n2:Connected:Secondary:UpToDate" (NULL: the volume does not exist). */
 struct vol_spec {
 	const char *role, *disk, *flags;
@@ -44,6 +44,7 @@ static void make_vol(const struct vol_spec *spec, struct repl_volume_status *st)
 	st->io_frozen = spec->flags && strchr(spec->flags, 'f');
 	st->up = !(spec->flags && strchr(spec->flags, 'd'));
 	st->window = spec->flags && strchr(spec->flags, 'w') ? "open" : "none";
+	st->size = spec->flags && strchr(spec->flags, 'g') ? 96 << 20 : 64 << 20;
 	for (unsigned i = 0; i < 2 && spec->peers[i]; i++) {
 		struct repl_peer_status *p = &st->peers[st->n_peers++];
 		const char *s = spec->peers[i], *c1 = strchr(s, ':'), *c2 = strchr(c1 + 1, ':'),
@@ -96,6 +97,8 @@ static const struct {
 	  "up 1>0" },
 	{ &P2, VOL("Primary", "UpToDate", "w", "n2:Connected:Secondary:UpToDate"), false,
 	  "window none>open" },
+	{ &P2, VOL("Primary", "UpToDate", "g", "n2:Connected:Secondary:UpToDate"), false,
+	  "size 67108864>100663296" },
 	/* a peer */
 	{ &P2, VOL("Primary", "UpToDate", "", "n2:Disconnected:Unknown:DUnknown"), false,
 	  "link@n2 Connected>Disconnected;peer_role@n2 Secondary>Unknown;"

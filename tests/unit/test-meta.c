@@ -1,6 +1,7 @@
 /* test-meta.c: unit tests of the replica metadata file (meta.c): creation,
  * roundtrips, crash safety against torn or corrupted superblock slots,
- * refusal of damaged files, and the dirty bitmaps against a simple model.
+ * refusal of damaged files, the dirty bitmaps against a simple model, and
+ * growing: bits kept, new bits clear, crash safety of the replaced file.
  * Works in a private directory under /tmp; it does not test the engine. */
 #include "config.h"
 
@@ -672,6 +673,176 @@ static void test_ids(void)
 	CHECK(!strcmp(meta_disk_state_name((enum meta_disk_state)77), "Unknown"));
 }
 
+/* ---- growing --------------------------------------------------------------- */
+
+/* Bits set in every bitmap at known regions, some flushed, some pending. */
+static const uint64_t grow_bits[META_BITMAPS][4] = {
+	{ 0, 5, 12799, 25599 },	/* 25599: the last region of 100 MiB at 4 KiB */
+	{ 3, 4096, 20000, 25598 },
+	{ 1, 2, 8191, 25599 },
+};
+
+static bool grow_bits_kept(const struct meta *m)
+{
+	uint64_t n = 0;
+
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
+		for (unsigned k = 0; k < 4; k++)
+			if (!meta_bit_test(m, i, grow_bits[i][k]))
+				return false;
+		n += meta_bits_count(m, i);
+	}
+	return n == META_BITMAPS * 4;	/* and nothing else, new bits clear */
+}
+
+static struct meta *create_grow(const char *name, struct meta_super *sb)
+{
+	struct meta *m = NULL;
+
+	make_path(name);
+	init_super(sb, 100ull << 20, 12);	/* 25600 regions: one bitmap page */
+	CHECK(meta_create(path, sb, &m) == 0);
+	if (!m)
+		return NULL;
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		for (unsigned k = 0; k < 4; k++) {
+			meta_bits_set_range(m, i, grow_bits[i][k] << 12, 4 * KiB);
+			if (k == 1)
+				CHECK(meta_bitmap_flush(m) == 0);	/* half on disk */
+		}
+	return m;
+}
+
+static void test_grow(void)
+{
+	struct meta_super sb, want;
+	struct meta *m = create_grow("grow", &sb), *m2 = NULL;
+	const uint64_t big = (200ull << 20) + 1536;	/* 51201 regions, 2 pages */
+
+	if (!m)
+		return;
+	want = *meta_get(m);
+	want.size = big;
+	CHECK(meta_grow(m, big) == 0);
+	CHECK(meta_get(m)->size == big && meta_regions(m) == 51201);
+	CHECK(meta_get(m)->seq == 2 && super_same(meta_get(m), &want));
+	CHECK(grow_bits_kept(m));
+	CHECK(!meta_bitmap_needs_flush(m));	/* the pending bits went with the file */
+	CHECK(file_size() == 8192 + META_BITMAPS * 8192);
+	CHECK(dir_entries() == 1);		/* no PATH.grow left */
+	CHECK(meta_open(path, &m2) == -EBUSY);	/* the new file is locked too */
+	/* The new area works like the rest, to its last partial region. */
+	CHECK(meta_bits_set_range(m, 1, big - 512, 512) == 1);
+	CHECK(meta_bit_test(m, 1, 51200) && meta_bit_next(m, 1, 25599) == 51200);
+	CHECK(meta_bits_clear_range(m, 1, 51200ull << 12, 1536) == 1);	/* to the end */
+	meta_close(m);
+
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_get(m)->size == big && super_same(meta_get(m), &want));
+	CHECK(grow_bits_kept(m));
+	/* Updates go on with the new size; the old one is refused. */
+	want.gen_current = 77;
+	CHECK(meta_update(m, &want) == 0 && meta_get(m)->seq == 3);
+	want.size = sb.size;
+	CHECK(meta_update(m, &want) == -EINVAL);
+	meta_close(m);
+
+	/* A second grow, over an unaligned size. */
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m) {
+		CHECK(meta_grow(m, 300ull << 20) == 0 && meta_regions(m) == 76800);
+		CHECK(grow_bits_kept(m) && meta_get(m)->gen_current == 77);
+	}
+	meta_close(m);
+}
+
+static void test_grow_refused(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_grow("grow-refused", &sb);
+	const uint64_t size = 100ull << 20;
+
+	if (!m)
+		return;
+	CHECK(meta_grow(m, size) == -EINVAL);		/* not larger */
+	CHECK(meta_grow(m, size - 512) == -EINVAL);	/* smaller */
+	CHECK(meta_grow(m, size + 100) == -EINVAL);	/* not a multiple of 512 */
+	/* 2^31 regions at 4 KiB is 8 TiB: beyond, the bitmaps would not fit. */
+	CHECK(meta_grow(m, (8ull << 40) + 4096) == -EINVAL);
+	CHECK(meta_get(m)->size == size && meta_get(m)->seq == 1 && grow_bits_kept(m));
+	CHECK(dir_entries() == 1 && file_size() == 8192 + META_BITMAPS * 4096);
+	meta_close(m);
+}
+
+/* A crash during a grow: before the rename, PATH is the old file, intact,
+ * and the half-written PATH.grow goes at the next open; after it, either
+ * slot of the new file holds the new size. */
+static void test_grow_crash(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_grow("grow-crash", &sb);
+	char stale[300];
+	const uint64_t big = 200ull << 20;
+
+	if (!m)
+		return;
+	meta_close(m);
+	snprintf(stale, sizeof(stale), "%s.grow", path);
+	CHECK(close(open(stale, O_CREAT | O_WRONLY, 0600)) == 0);
+	CHECK(truncate(stale, 5000) == 0);	/* torn: the crash hit mid-write */
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	CHECK(access(stale, F_OK) < 0 && errno == ENOENT);
+	if (!m)
+		return;
+	CHECK(meta_get(m)->size == sb.size && grow_bits_kept(m));
+	CHECK(meta_grow(m, big) == 0);
+	meta_close(m);
+
+	/* The current slot lost: the other one is the copy, new size too. */
+	CHECK(newest_slot() == 0);
+	corrupt(0, META_SLOT_SIZE);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK(meta_get(m)->size == big && meta_get(m)->seq == 1 && grow_bits_kept(m));
+	meta_close(m);
+}
+
+/* A flush job begun before a grow and run after it writes to the old file:
+ * the new one is untouched and complete. */
+static void test_grow_flush_job(void)
+{
+	struct meta_super sb;
+	struct meta *m = create_grow("grow-job", &sb);
+	struct meta_flush_job *job = NULL;
+	const uint64_t big = 200ull << 20;
+
+	if (!m)
+		return;
+	CHECK(meta_bits_set_range(m, 0, 777ull << 12, 1) == 1);
+	CHECK(meta_bitmap_flush_begin(m, &job) == 0 && job != NULL);
+	CHECK(meta_grow(m, big) == 0);
+	CHECK(meta_bits_set_range(m, 2, 40000ull << 12, 1) == 1);	/* new area */
+	if (job)
+		CHECK(meta_flush_job_run(job) == 0);
+	meta_flush_job_free(job);
+	CHECK(meta_bitmap_flush(m) == 0);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_get(m)->size == big);
+	CHECK(meta_bit_test(m, 0, 777) && meta_bit_test(m, 2, 40000));
+	CHECK(meta_bits_count(m, 0) == 5 && meta_bits_count(m, 2) == 5);
+	meta_close(m);
+}
+
 int main(void)
 {
 	if (!mkdtemp(dir)) {
@@ -695,6 +866,13 @@ int main(void)
 	test_bitmap_pages();
 	test_bitmap_model();
 	test_ids();
+	clean_dir();
+	test_grow();
+	clean_dir();
+	test_grow_refused();
+	clean_dir();
+	test_grow_crash();
+	test_grow_flush_job();
 	clean_dir();
 	rmdir(dir);
 	return unit_done("test-meta");

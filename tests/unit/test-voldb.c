@@ -1,8 +1,9 @@
 /* test-voldb.c: unit tests of agent/voldb.c: the merge rule as a table
- * (every row), convergence in any arrival order, making and deleting
- * definitions (ports, versions, errors), the file format, and persistence
- * in a temporary directory: round trip, atomic writes leave no temporary
- * files, garbage files are skipped and reported, not fatal. */
+ * (every row; with sizes for resizes), convergence in any arrival order,
+ * making, resizing and deleting definitions (ports, versions, errors), the
+ * file format, and persistence in a temporary directory: round trip, atomic
+ * writes leave no temporary files, garbage files are skipped and reported,
+ * not fatal. */
 #include "config.h"
 
 #include <dirent.h>
@@ -153,6 +154,110 @@ static void test_convergence(void)
 	}
 	CHECK(first[0].version == 2 && first[0].deleted);
 	CHECK(first[2].version == 4 && first[2].deleted);
+}
+
+/* ---- resize ---------------------------------------------------------------- */
+
+/* The merge rule with sizes: a resize is a new version of the same volume;
+ * of two made at once (same version) the larger wins, whatever the origin;
+ * a delete made at once wins over both. */
+static const struct resize_row {
+	const char *what;
+	int have;
+	uint64_t have_ver, have_size;
+	uint32_t have_origin;
+	int in;
+	uint64_t in_ver, in_size;
+	uint32_t in_origin;
+	int want;
+} resize_rows[] = {
+	{ "resize: the next version", LIVE, 1, 1, 1, LIVE, 2, 2, 1, VOLDB_UPDATED },
+	{ "resize from another node", LIVE, 1, 1, 3, LIVE, 2, 2, 1, VOLDB_UPDATED },
+	{ "the old size again, late", LIVE, 2, 2, 1, LIVE, 1, 1, 3, VOLDB_OLDER },
+	{ "two at once: the larger, lower origin", LIVE, 2, 2, 5, LIVE, 2, 3, 1, VOLDB_UPDATED },
+	{ "two at once: the smaller, higher origin", LIVE, 2, 3, 1, LIVE, 2, 2, 5, VOLDB_OLDER },
+	{ "two at once, same size: higher origin", LIVE, 2, 3, 1, LIVE, 2, 3, 5, VOLDB_UPDATED },
+	{ "delete at once with a resize", LIVE, 2, 3, 9, TOMB, 2, 1, 1, VOLDB_UPDATED },
+	{ "resize at once with a delete", TOMB, 2, 1, 1, LIVE, 2, 3, 9, VOLDB_OLDER },
+	{ "a later version, smaller (partitions)", LIVE, 2, 3, 1, LIVE, 3, 2, 1, VOLDB_UPDATED },
+};
+
+static void test_resize_merge(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(resize_rows); i++) {
+		const struct resize_row *row = &resize_rows[i];
+		struct voldef have = def("vol", row->have_ver, row->have_origin, row->have == TOMB);
+		struct voldef in = def("vol", row->in_ver, row->in_origin, row->in == TOMB);
+		struct voldb *db;
+		int r;
+
+		have.size = row->have_size << 30;
+		in.size = row->in_size << 30;
+		CHECK(voldb_new(NULL, &db) == 0);
+		CHECK(voldb_merge(db, &have) == VOLDB_NEW);
+		r = voldb_merge(db, &in);
+		CHECK_MSG(r == row->want, "%s: got %d, want %d", row->what, r, row->want);
+		CHECK_MSG(!memcmp(voldb_find(db, "vol"), r == VOLDB_OLDER ? &have : &in,
+				  sizeof(in)), "%s: stored the wrong definition", row->what);
+		CHECK_MSG((voldef_cmp(&in, &have) > 0) == (row->want == VOLDB_UPDATED) &&
+			  (voldef_cmp(&have, &in) > 0) == (row->want == VOLDB_OLDER),
+			  "%s: voldef_cmp disagrees", row->what);
+		voldb_free(db);
+	}
+}
+
+/* Resizes made at once on three nodes arrive in every order: every node
+ * ends with the largest. */
+static void test_resize_convergence(void)
+{
+	struct voldef d[5];
+	static const int perms[][5] = {
+		{ 0, 1, 2, 3, 4 }, { 4, 3, 2, 1, 0 }, { 2, 0, 4, 1, 3 }, { 3, 4, 0, 2, 1 },
+		{ 1, 3, 0, 4, 2 },
+	};
+
+	d[0] = def("v", 1, 1, false);
+	d[1] = def("v", 2, 1, false);
+	d[1].size = 4 << 20;
+	d[2] = def("v", 2, 2, false);
+	d[2].size = 3 << 20;
+	d[3] = def("v", 2, 3, false);
+	d[3].size = 2 << 20;
+	d[4] = d[2];			/* the same message again */
+	for (size_t p = 0; p < ARRAY_SIZE(perms); p++) {
+		struct voldb *db;
+
+		CHECK(voldb_new(NULL, &db) == 0);
+		for (size_t i = 0; i < ARRAY_SIZE(d); i++)
+			CHECK(voldb_merge(db, &d[perms[p][i]]) >= 0);
+		CHECK_MSG(voldb_find(db, "v") && !memcmp(voldb_find(db, "v"), &d[1], sizeof(d[1])),
+			  "order %zu: not the largest resize", p);
+		voldb_free(db);
+	}
+}
+
+static void test_resize_make(void)
+{
+	struct voldb *db;
+	struct voldef v = def("vol", 3, 1, false), t, gone = def("old", 2, 1, true);
+	const char *why = NULL;
+
+	v.port = 7791;
+	CHECK(voldb_new(NULL, &db) == 0);
+	CHECK(voldb_merge(db, &v) == VOLDB_NEW && voldb_merge(db, &gone) == VOLDB_NEW);
+	CHECK(voldb_resize(db, "vol", 3 << 20, 7, &t, &why) == 0);
+	CHECK(t.size == 3 << 20 && t.version == 4 && t.origin == 7 && !t.deleted);
+	CHECK(!memcmp(t.uuid, v.uuid, 16) && t.port == 7791 && t.n_nodes == 2 &&
+	      !strcmp(t.nodes[1], "n2"));
+	CHECK(voldb_merge(db, &t) == VOLDB_UPDATED);
+	CHECK(voldb_resize(db, "vol", 3 << 20, 7, &t, &why) == -EALREADY && why);
+	CHECK(voldb_resize(db, "vol", 2 << 20, 7, &t, &why) == -EINVAL && strstr(why, "only grows"));
+	CHECK(voldb_resize(db, "vol", (4 << 20) + 100, 7, &t, &why) == -EINVAL);
+	CHECK(voldb_resize(db, "vol", 0, 7, &t, &why) == -EINVAL);
+	CHECK(voldb_resize(db, "vol", UINT64_MAX - 511, 7, &t, &why) == -EINVAL);
+	CHECK(voldb_resize(db, "nope", 4 << 20, 7, &t, &why) == -ENOENT);
+	CHECK(voldb_resize(db, "old", 4 << 20, 7, &t, NULL) == -ENOENT);
+	voldb_free(db);
 }
 
 /* ---- create and delete --------------------------------------------------- */
@@ -411,6 +516,9 @@ int main(void)
 	test_merge_table();
 	test_merge_invalid();
 	test_convergence();
+	test_resize_merge();
+	test_resize_convergence();
+	test_resize_make();
 	test_create_delete();
 	test_format_parse();
 	test_persistence();

@@ -117,10 +117,16 @@ static size_t samples(struct wire_msg *out)
 	m.u.handover = (struct wire_handover){ .error = 0, .seq = 0x0102030405060708ull,
 					       .current = 0xfeedfacecafebeefull };
 	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_SIZE, .seq = 0 };
+	m.u.size = (96ull << 20) + 512;
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_BYE, .seq = 114 };
+	m.u.bye_reason = WIRE_BYE_SIZE;
+	out[n++] = m;
 	return n;
 }
 
-#define MAX_SAMPLES 32
+#define MAX_SAMPLES 40
 
 static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 {
@@ -180,6 +186,8 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 	case WIRE_VERIFY_REPLY:
 		return a->u.verify.offset == b->u.verify.offset &&
 		       a->u.verify.len == b->u.verify.len && a->u.verify.crc == b->u.verify.crc;
+	case WIRE_SIZE:
+		return a->u.size == b->u.size;
 	default:
 		return true;
 	}
@@ -415,6 +423,7 @@ static void test_rejects(void)
 	struct wire_msg bye = sample_of(WIRE_BYE), ping = sample_of(WIRE_PING);
 	struct wire_msg rsd = sample_of(WIRE_RS_DATA), m;
 	struct wire_msg tko = sample_of(WIRE_TAKEOVER), hnd = sample_of(WIRE_HANDOVER);
+	struct wire_msg size = sample_of(WIRE_SIZE);
 	enum { H = WIRE_HDR_LEN };
 	size_t len = 0;
 	uint8_t *f;
@@ -496,6 +505,11 @@ static void test_rejects(void)
 	reject("handover error 4096", &hnd, H + 2, 0x10, -EPROTO);
 	reject("handover reserved", &hnd, H + 5, 1, -EPROTO);
 	reject("handover oversized", &hnd, 11, 25, -EMSGSIZE);
+	reject("size not a multiple of 512", &size, H + 7, 1, -EPROTO);
+	m = size;
+	m.u.size = 0;
+	CHECK(wire_frame_len(&m) == -EINVAL);
+	reject("size undersized", &size, 11, 7, -EMSGSIZE);
 	m = st;
 	m.u.state.outdate_notice = false;	/* node set without notice */
 	f = encode_alloc(&st, &len);
