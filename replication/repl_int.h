@@ -181,6 +181,19 @@ void repl__volume_free(struct repl_volume *vol);
 int repl__volume_make_blank(struct repl_volume *vol);
 
 /* ---- window.c ---- */
+/* What a Primary asked for its role (TAKEOVER) looks at. */
+struct takeover_view {
+	bool primary;		/* it is Primary */
+	bool quorate, frozen;	/* it may acknowledge writes now */
+	bool asker_in_sync;	/* connected, UpToDate, receiving every write */
+	bool busy;		/* handing over already, or verifying */
+	bool soft;		/* only if it has no client */
+	unsigned clients;
+};
+/* 0: hand over; -EINVAL not Primary, -EAGAIN not now (no quorum, frozen),
+ * -ESTALE the asker is not in sync, -EBUSY not now (busy, or a soft
+ * request while clients are attached).  Pure. */
+int repl__takeover_verdict(const struct takeover_view *v);
 /* An NBD client wants a Secondary: 0 if a window is open or an
  * auto-promotion succeeded, else -errno with why. */
 int repl__volume_admit(struct repl_volume *vol, char *why, size_t len);

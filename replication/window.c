@@ -424,21 +424,33 @@ static void window_tick(void *arg)
 
 static void handover_finish(void *arg);
 
+int repl__takeover_verdict(const struct takeover_view *v)
+{
+	if (!v->primary)
+		return -EINVAL;		/* the asker looks for the role elsewhere */
+	if (!v->quorate || v->frozen)
+		return -EAGAIN;		/* asked again later */
+	if (!v->asker_in_sync)
+		return -ESTALE;		/* its clients must go */
+	if (v->busy || (v->soft && v->clients))
+		return -EBUSY;		/* asked again later */
+	return 0;
+}
+
 void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags)
 {
 	struct repl_volume *vol = p->vol;
-	int err = 0;
+	struct takeover_view v = {
+		.primary = vol->role == REPL_PRIMARY,
+		.quorate = vol->quorate,
+		.frozen = vol->freeze > 0,
+		.asker_in_sync = peer_in_sync(p),
+		.busy = vol->handover_to >= 0 || repl__verify_running(vol),
+		.soft = flags & WIRE_TO_SOFT,
+		.clients = vol->clients,
+	};
+	int err = repl__takeover_verdict(&v);
 
-	if (vol->role != REPL_PRIMARY)
-		err = -EINVAL;
-	else if (!vol->quorate || vol->freeze)
-		err = -EAGAIN;
-	else if (!peer_in_sync(p))
-		err = -ESTALE;
-	else if (vol->handover_to >= 0 || repl__verify_running(vol))
-		err = -EBUSY;
-	else if ((flags & WIRE_TO_SOFT) && vol->clients)
-		err = -EBUSY;
 	if (err) {
 		send_handover(p, seq, err);
 		return;
