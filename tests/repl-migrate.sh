@@ -66,8 +66,9 @@ client() {
 
 # client_end NAME: quit, and close our end of its FIFO.
 client_end() {
+	local fd=${CL_FD[$1]}
 	client "$1" quit || true
-	exec {CL_FD[$1]}>&-
+	exec {fd}>&-
 }
 
 show_field() {	# NODE FIELD: one field of "replagent show"
