@@ -5,7 +5,8 @@
  * "key = value" line whose value goes to the key's setter from one table.
  * Checks that need a whole section (backing present, replica count) run when
  * the section ends; defaults that depend on other keys (meta) are filled in
- * at the end.  Parsing stops at the first error.  Nothing here logs, exits,
+ * at the end.  Parsing stops at the first error.  The keys and their
+ * value parsers are cfg_keys.c's.  Nothing here logs, exits,
  * opens anything but the config file itself, or resolves host names. */
 #include "config.h"
 
@@ -24,39 +25,12 @@
 #include <unistd.h>
 
 #include "cfg.h"
+#include "cfg_int.h"
 #include "gen.h"
 #include "repl.h"
 #include "util.h"
 
 #define CFG_FILE_MAX (16u << 20)
-
-enum section { SEC_NONE, SEC_GLOBAL, SEC_VOLUME };
-
-struct parser;
-struct key_def;
-typedef int (*setter_fn)(struct parser *p, const struct key_def *kd, char *val);
-
-struct key_def {
-	const char *name;
-	enum section sec;
-	bool repeatable;
-	bool empty_ok;		/* a quoted "" is meaningful (disables something) */
-	size_t off;		/* char * field, for set_path and friends */
-	setter_fn set;
-	const char *expect;	/* for "expected ..." in messages */
-};
-
-struct parser {
-	const char *name;
-	int line;
-	struct cfg *cfg;
-	enum section sec;
-	int global_line;	/* 0 = no [global] seen yet */
-	int seen_line[32];	/* per keys[] entry: line it was set on, 0 = not */
-	unsigned vol_cap;
-	char *err;
-	size_t errlen;
-};
 
 /* ---- messages ------------------------------------------------------------ */
 
@@ -88,7 +62,7 @@ static int perr_at(struct parser *p, int line, const char *fmt, ...)
 }
 
 __attribute__((format(printf, 2, 3)))
-static int perr(struct parser *p, const char *fmt, ...)
+int cfg__perr(struct parser *p, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -98,15 +72,15 @@ static int perr(struct parser *p, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int oom(struct parser *p)
+int cfg__oom(struct parser *p)
 {
 	perr_at(p, 0, "out of memory");
 	return -ENOMEM;
 }
 
-static int bad_value(struct parser *p, const struct key_def *kd, const char *val)
+int cfg__bad_value(struct parser *p, const struct key_def *kd, const char *val)
 {
-	return perr(p, "invalid %s \"%s\": expected %s", kd->name, val, kd->expect);
+	return cfg__perr(p, "invalid %s \"%s\": expected %s", kd->name, val, kd->expect);
 }
 
 /* ---- small string helpers ------------------------------------------------ */
@@ -116,13 +90,13 @@ static bool is_blank(char c)
 	return c == ' ' || c == '\t';
 }
 
-static bool is_alnum(char c)
+bool cfg__is_alnum(char c)
 {
 	return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
 	       (c >= '0' && c <= '9');
 }
 
-static char *skip_blank(char *s)
+char *cfg__skip_blank(char *s)
 {
 	while (is_blank(*s))
 		s++;
@@ -133,7 +107,7 @@ static char *trim(char *s)
 {
 	size_t n;
 
-	s = skip_blank(s);
+	s = cfg__skip_blank(s);
 	n = strlen(s);
 	while (n && is_blank(s[n - 1]))
 		s[--n] = '\0';
@@ -149,12 +123,12 @@ static char *find_comment(const char *line, char *from)
 	return NULL;
 }
 
-static int replace_str(struct parser *p, char **field, const char *val)
+int cfg__replace_str(struct parser *p, char **field, const char *val)
 {
 	char *s = strdup(val);
 
 	if (!s)
-		return oom(p);
+		return cfg__oom(p);
 	free(*field);
 	*field = s;
 	return 0;
@@ -167,393 +141,9 @@ bool cfg_name_valid(const char *name)
 	if (!name || name[0] == '.' || name[0] == '-')
 		return false;
 	for (; name[n]; n++)
-		if (!is_alnum(name[n]) && !strchr("_.-", name[n]))
+		if (!cfg__is_alnum(name[n]) && !strchr("_.-", name[n]))
 			return false;
 	return n >= 1 && n <= CFG_NAME_MAX;
-}
-
-/* ---- host:port ----------------------------------------------------------- */
-
-static bool hostname_valid(const char *h, size_t n)
-{
-	bool numeric = true;
-	char tmp[16];
-	struct in_addr a4;
-
-	if (n == 0 || n > 253 || h[0] == '.' || h[0] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		if (!is_alnum(h[i]) && !strchr("_.-", h[i]))
-			return false;
-		if (h[i] == '.' && i + 1 < n && h[i + 1] == '.')
-			return false;
-		if (!(h[i] >= '0' && h[i] <= '9') && h[i] != '.')
-			numeric = false;
-	}
-	if (!numeric)
-		return true;
-	/* All digits and dots: must be a real IPv4 address, not "10.0.0.256". */
-	if (n >= sizeof(tmp))
-		return false;
-	memcpy(tmp, h, n);
-	tmp[n] = '\0';
-	return inet_pton(AF_INET, tmp, &a4) == 1;
-}
-
-static bool ipv6_valid(const char *h, size_t n)
-{
-	char tmp[INET6_ADDRSTRLEN + IF_NAMESIZE + 2];
-	struct in6_addr a6;
-	char *zone;
-
-	if (n == 0 || n >= sizeof(tmp))
-		return false;
-	memcpy(tmp, h, n);
-	tmp[n] = '\0';
-	zone = strchr(tmp, '%');
-	if (zone) {
-		*zone++ = '\0';
-		if (!*zone || strlen(zone) >= IF_NAMESIZE)
-			return false;
-		for (const char *z = zone; *z; z++)
-			if (!is_alnum(*z) && !strchr("_.-", *z))
-				return false;
-	}
-	return inet_pton(AF_INET6, tmp, &a6) == 1;
-}
-
-/* Splits "HOST:PORT", "[IPV6]:PORT" or (empty_host_ok) ":PORT".  Returns
- * NULL, or why s is no good. */
-static const char *parse_hostport(const char *s, bool empty_host_ok,
-				  char host[256], char port[16])
-{
-	const char *h = s, *colon;
-	size_t hl;
-	uint64_t pn;
-
-	if (*s == '[') {
-		const char *close = strchr(s, ']');
-
-		if (!close)
-			return "missing ']' after the IPv6 address";
-		h = s + 1;
-		hl = (size_t)(close - h);
-		if (close[1] != ':')
-			return "missing port: expected [IPV6]:PORT";
-		if (!ipv6_valid(h, hl))
-			return "invalid IPv6 address";
-		colon = close + 1;
-	} else {
-		colon = strrchr(s, ':');
-		if (!colon)
-			return "missing port: expected HOST:PORT";
-		hl = (size_t)(colon - s);
-		if (memchr(s, ':', hl))
-			return "an IPv6 address must be in brackets, e.g. [::1]:10809";
-		if (hl == 0 && !empty_host_ok)
-			return "missing host: expected HOST:PORT";
-		if (hl && !hostname_valid(s, hl))
-			return "invalid host name or address";
-	}
-	if (hl >= 256)
-		return "host name too long";
-	if (parse_uint(colon + 1, 1, 65535, &pn))
-		return "port must be a number from 1 to 65535";
-	memcpy(host, h, hl);
-	host[hl] = '\0';
-	snprintf(port, 16, "%u", (unsigned)pn);
-	return NULL;
-}
-
-/* ---- setters ----------------------------------------------------------- */
-
-static struct cfg_volume *cur_vol(struct parser *p)
-{
-	return &p->cfg->volumes[p->cfg->n_volumes - 1];
-}
-
-static char **str_field(struct parser *p, const struct key_def *kd)
-{
-	char *base = kd->sec == SEC_GLOBAL ? (char *)p->cfg : (char *)cur_vol(p);
-
-	return (void *)(base + kd->off);
-}
-
-static int set_path(struct parser *p, const struct key_def *kd, char *val)
-{
-	if (val[0] != '/')
-		return bad_value(p, kd, val);
-	return replace_str(p, str_field(p, kd), val);
-}
-
-static int set_socket(struct parser *p, const struct key_def *kd, char *val)
-{
-	size_t max = sizeof(((struct sockaddr_un *)NULL)->sun_path) - 1;
-
-	if (kd->empty_ok && (!*val || !strcmp(val, "none"))) {
-		free(*str_field(p, kd));
-		*str_field(p, kd) = NULL;
-		return 0;
-	}
-	if (val[0] != '/')
-		return bad_value(p, kd, val);
-	if (strlen(val) > max)
-		return perr(p, "%s \"%s\" is too long: a unix socket path may have at most %zu bytes",
-			    kd->name, val, max);
-	return replace_str(p, str_field(p, kd), val);
-}
-
-static int set_state_dir(struct parser *p, const struct key_def *kd, char *val)
-{
-	size_t n = strlen(val);
-
-	while (n > 1 && val[n - 1] == '/')
-		val[--n] = '\0';
-	return set_path(p, kd, val);
-}
-
-static int set_node(struct parser *p, const struct key_def *kd, char *val)
-{
-	if (!cfg_name_valid(val))
-		return bad_value(p, kd, val);
-	strcpy(p->cfg->node, val);
-	return 0;
-}
-
-static int set_listen(struct parser *p, const struct key_def *kd, char *val)
-{
-	struct cfg *cfg = p->cfg;
-	char host[256], port[16];
-	const char *why;
-
-	free(cfg->nbd_host);
-	free(cfg->nbd_port);
-	cfg->nbd_host = cfg->nbd_port = NULL;
-	if (!*val || !strcmp(val, "none"))
-		return 0;
-	why = parse_hostport(val, true, host, port);
-	if (why)
-		return perr(p, "invalid %s \"%s\": %s", kd->name, val, why);
-	cfg->nbd_host = strdup(host);
-	cfg->nbd_port = strdup(port);
-	if (!cfg->nbd_host || !cfg->nbd_port)
-		return oom(p);
-	return 0;
-}
-
-static int set_log_level(struct parser *p, const struct key_def *kd, char *val)
-{
-	static const struct { const char *name; int level; } levels[] = {
-		{ "err", LOG_ERR }, { "error", LOG_ERR },
-		{ "warning", LOG_WARNING }, { "warn", LOG_WARNING },
-		{ "notice", LOG_NOTICE }, { "info", LOG_INFO },
-		{ "debug", LOG_DEBUG },
-	};
-
-	for (size_t i = 0; i < ARRAY_SIZE(levels); i++) {
-		if (!strcmp(val, levels[i].name)) {
-			p->cfg->log_level = levels[i].level;
-			return 0;
-		}
-	}
-	return bad_value(p, kd, val);
-}
-
-static int set_outdate_timeout(struct parser *p, const struct key_def *kd, char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, 1, 3600, &v))
-		return bad_value(p, kd, val);
-	p->cfg->outdate_timeout_s = (unsigned)v;
-	return 0;
-}
-
-static int set_cluster(struct parser *p, const struct key_def *kd, char *val)
-{
-	if (!strcmp(val, "corosync"))
-		p->cfg->cluster = true;
-	else if (!strcmp(val, "none"))
-		p->cfg->cluster = false;
-	else
-		return bad_value(p, kd, val);
-	return 0;
-}
-
-static int set_auto_promote(struct parser *p, const struct key_def *kd, char *val)
-{
-	if (!strcmp(val, "yes"))
-		p->cfg->auto_promote = true;
-	else if (!strcmp(val, "no"))
-		p->cfg->auto_promote = false;
-	else
-		return bad_value(p, kd, val);
-	return 0;
-}
-
-static int set_rate(struct parser *p, const struct key_def *kd, char *val)
-{
-	uint64_t v;
-	size_t n = strlen(val);
-
-	if (n > 2 && strcmp(val + n - 2, "/s") == 0)
-		val[n - 2] = '\0';
-	if (parse_size(val, &v))
-		return bad_value(p, kd, val);
-	p->cfg->resync_rate_max = v;
-	return 0;
-}
-
-/* Only the policies that never discard data a side wrote: the others
- * would need a resync of both sides' changes. */
-static int set_after_sb(struct parser *p, const struct key_def *kd, char *val)
-{
-	static const char *const ok[3][2] = {
-		{ "disconnect", "discard-zero-changes" },
-		{ "disconnect", "consensus" },
-		{ "disconnect", NULL },
-	};
-	unsigned which = (unsigned)(kd->name[9] - '0');	/* after-sb-Npri */
-
-	for (unsigned i = 0; i < 2; i++) {
-		if (ok[which][i] && strcmp(val, ok[which][i]) == 0) {
-			p->cfg->after_sb[which] = (char)i;
-			p->cfg->after_sb_set[which] = true;
-			return 0;
-		}
-	}
-	return bad_value(p, kd, val);
-}
-
-static int set_host(struct parser *p, const struct key_def *kd, char *val)
-{
-	if (strlen(val) > 255 || strpbrk(val, " \t/[]"))
-		return bad_value(p, kd, val);
-	return replace_str(p, str_field(p, kd), val);
-}
-
-static int set_size(struct parser *p, const struct key_def *kd, char *val)
-{
-	uint64_t v;
-	int ret = parse_size(val, &v);
-
-	if (ret == -ERANGE || (!ret && v > INT64_MAX))
-		return perr(p, "size \"%s\" is too large", val);
-	if (ret)
-		return bad_value(p, kd, val);
-	if (v == 0)
-		return perr(p, "size must be greater than 0");
-	if (v % 512)
-		return perr(p, "size \"%s\" (%llu bytes) is not a multiple of 512",
-			    val, (unsigned long long)v);
-	cur_vol(p)->size = v;
-	return 0;
-}
-
-static int set_io_threads(struct parser *p, const struct key_def *kd, char *val)
-{
-	uint64_t v;
-
-	if (parse_uint(val, 1, 64, &v))
-		return bad_value(p, kd, val);
-	cur_vol(p)->io_threads = (unsigned)v;
-	return 0;
-}
-
-static int set_replica(struct parser *p, const struct key_def *kd, char *val)
-{
-	struct cfg_volume *vol = cur_vol(p);
-	struct cfg_replica *r;
-	char *node = val, *addr, *end;
-	const char *why;
-
-	addr = node + strcspn(node, " \t");
-	if (!*addr)
-		return bad_value(p, kd, val);
-	*addr++ = '\0';
-	addr = skip_blank(addr);
-	end = addr + strcspn(addr, " \t");
-	if (*skip_blank(end))
-		return perr(p, "unexpected text after \"%.*s\" in replica: expected %s",
-			    (int)(end - addr), addr, kd->expect);
-	*end = '\0';
-
-	if (vol->n_replicas == CFG_REPLICAS_MAX)
-		return perr(p, "more than %d replica lines in [volume %s]",
-			    CFG_REPLICAS_MAX, vol->name);
-	if (!cfg_name_valid(node))
-		return perr(p, "invalid replica node name \"%s\": expected 1..%d characters of [A-Za-z0-9_.-], not starting with '.' or '-'",
-			    node, CFG_NAME_MAX);
-	r = &vol->replicas[vol->n_replicas];
-	why = parse_hostport(addr, false, r->host, r->port);
-	if (why)
-		return perr(p, "invalid replica address \"%s\": %s", addr, why);
-	for (unsigned i = 0; i < vol->n_replicas; i++) {
-		const struct cfg_replica *o = &vol->replicas[i];
-
-		if (!strcmp(o->node, node))
-			return perr(p, "duplicate replica node \"%s\" in [volume %s] (first at line %d)",
-				    node, vol->name, o->line);
-		if (!strcmp(o->host, r->host) && !strcmp(o->port, r->port))
-			return perr(p, "replica address \"%s\" is already used by node \"%s\" (line %d)",
-				    addr, o->node, o->line);
-	}
-	strcpy(r->node, node);
-	r->line = p->line;
-	vol->n_replicas++;
-	return 0;
-}
-
-#define NAME_RULE "1..64 characters of [A-Za-z0-9_.-], not starting with '.' or '-'"
-#define G(name, fn, field, empty, expect) \
-	{ name, SEC_GLOBAL, false, empty, offsetof(struct cfg, field), fn, expect }
-#define V(name, fn, field, rep, expect) \
-	{ name, SEC_VOLUME, rep, false, offsetof(struct cfg_volume, field), fn, expect }
-
-static const struct key_def keys[] = {
-	G("node", set_node, node, false, "a node name of " NAME_RULE),
-	G("nbd-socket", set_socket, nbd_socket, true,
-	  "an absolute path, \"\" or none"),
-	G("nbd-listen", set_listen, nbd_host, true,
-	  "HOST:PORT, [IPV6]:PORT, :PORT, \"\" or none"),
-	G("control-socket", set_socket, control_socket, false, "an absolute path"),
-	G("state-dir", set_state_dir, state_dir, false, "an absolute path"),
-	G("pidfile", set_path, pidfile, false, "an absolute path"),
-	G("key-file", set_path, key_file, false, "an absolute path"),
-	G("log-level", set_log_level, log_level, false,
-	  "err, warning, notice, info or debug"),
-	G("outdate-timeout", set_outdate_timeout, outdate_timeout_s, false,
-	  "a number of seconds from 1 to 3600"),
-	G("cluster", set_cluster, cluster, false, "corosync or none"),
-	G("replication-address", set_host, repl_address, false,
-	  "this node's IP address or host name for replication"),
-	G("data-dir", set_path, data_dir, false, "an absolute path"),
-	G("resync-rate-max", set_rate, resync_rate_max, false,
-	  "bytes per second with an optional K, M or G suffix (0: no limit)"),
-	G("after-sb-0pri", set_after_sb, after_sb, false,
-	  "disconnect or discard-zero-changes"),
-	G("after-sb-1pri", set_after_sb, after_sb, false, "disconnect or consensus"),
-	G("after-sb-2pri", set_after_sb, after_sb, false, "disconnect"),
-	G("auto-promote", set_auto_promote, auto_promote, false, "yes or no"),
-	V("backing", set_path, backing, false,
-	  "an absolute path to a file or block device"),
-	V("size", set_size, size, false,
-	  "a number of bytes with an optional K, M, G or T suffix, e.g. 10G"),
-	V("meta", set_path, meta, false, "an absolute path"),
-	V("io-threads", set_io_threads, io_threads, false, "a number from 1 to 64"),
-	V("replica", set_replica, replicas, true,
-	  "NODE HOST:PORT, e.g. \"replica = n1 10.0.0.1:7789\""),
-};
-
-_Static_assert(ARRAY_SIZE(keys) <= ARRAY_SIZE(((struct parser *)NULL)->seen_line),
-	       "seen_line too small");
-
-static const struct key_def *key_find(const char *name, enum section sec)
-{
-	for (size_t i = 0; i < ARRAY_SIZE(keys); i++)
-		if (keys[i].sec == sec && !strcmp(keys[i].name, name))
-			return &keys[i];
-	return NULL;
 }
 
 /* ---- lines --------------------------------------------------------------- */
@@ -595,9 +185,9 @@ static int check_text(struct parser *p, const char *line, size_t n)
 
 	for (size_t i = 0; i < n; ) {
 		if (s[i] == 0)
-			return perr(p, "NUL byte in line (is this a binary file?)");
+			return cfg__perr(p, "NUL byte in line (is this a binary file?)");
 		if ((s[i] < 0x20 && s[i] != '\t') || s[i] == 0x7f)
-			return perr(p, "control character 0x%02x in line (is this a binary file?)",
+			return cfg__perr(p, "control character 0x%02x in line (is this a binary file?)",
 				    s[i]);
 		if (s[i] < 0x80) {
 			i++;
@@ -606,7 +196,7 @@ static int check_text(struct parser *p, const char *line, size_t n)
 		size_t len = utf8_seq(s + i, n - i);
 
 		if (!len)
-			return perr(p, "invalid UTF-8 in line (is this a binary file?)");
+			return cfg__perr(p, "invalid UTF-8 in line (is this a binary file?)");
 		i += len;
 	}
 	return 0;
@@ -616,7 +206,7 @@ static const char *section_label(struct parser *p, char *buf, size_t len)
 {
 	if (p->sec == SEC_GLOBAL)
 		return "[global]";
-	snprintf(buf, len, "[volume %s]", cur_vol(p)->name);
+	snprintf(buf, len, "[volume %s]", cfg__cur_vol(p)->name);
 	return buf;
 }
 
@@ -627,7 +217,7 @@ static int end_section(struct parser *p)
 
 	if (p->sec != SEC_VOLUME)
 		return 0;
-	vol = cur_vol(p);
+	vol = cfg__cur_vol(p);
 	if (!vol->backing)
 		return perr_at(p, vol->line, "[volume %s] has no \"backing = PATH\" line",
 			       vol->name);
@@ -644,19 +234,19 @@ static int start_volume(struct parser *p, const char *name)
 	const struct cfg_volume *old;
 
 	if (!*name)
-		return perr(p, "missing volume name: expected [volume NAME]");
+		return cfg__perr(p, "missing volume name: expected [volume NAME]");
 	if (!cfg_name_valid(name))
-		return perr(p, "invalid volume name \"%s\": expected " NAME_RULE, name);
+		return cfg__perr(p, "invalid volume name \"%s\": expected " NAME_RULE, name);
 	old = cfg_volume_find(cfg, name);
 	if (old)
-		return perr(p, "duplicate volume \"%s\" (first defined at line %d)",
+		return cfg__perr(p, "duplicate volume \"%s\" (first defined at line %d)",
 			    name, old->line);
 	if (cfg->n_volumes == p->vol_cap) {
 		unsigned cap = p->vol_cap ? p->vol_cap * 2 : 8;
 		struct cfg_volume *v = realloc(cfg->volumes, cap * sizeof(*v));
 
 		if (!v)
-			return oom(p);
+			return cfg__oom(p);
 		cfg->volumes = v;
 		p->vol_cap = cap;
 	}
@@ -674,9 +264,9 @@ static int parse_header(struct parser *p, char *s)
 	int ret;
 
 	if (!close)
-		return perr(p, "missing ']' in section header");
-	if (close[1] && !(is_blank(close[1]) && *skip_blank(close + 1) == '#'))
-		return perr(p, "unexpected text after ']' in section header");
+		return cfg__perr(p, "missing ']' in section header");
+	if (close[1] && !(is_blank(close[1]) && *cfg__skip_blank(close + 1) == '#'))
+		return cfg__perr(p, "unexpected text after ']' in section header");
 	*close = '\0';
 	inner = trim(s + 1);
 
@@ -686,33 +276,33 @@ static int parse_header(struct parser *p, char *s)
 	memset(p->seen_line, 0, sizeof(p->seen_line));
 	if (!strcmp(inner, "global")) {
 		if (p->global_line)
-			return perr(p, "duplicate [global] section (first at line %d)",
+			return cfg__perr(p, "duplicate [global] section (first at line %d)",
 				    p->global_line);
 		p->global_line = p->line;
 		p->sec = SEC_GLOBAL;
 		return 0;
 	}
 	if (!strncmp(inner, "volume", 6) && (!inner[6] || is_blank(inner[6])))
-		return start_volume(p, skip_blank(inner + 6));
-	return perr(p, "unknown section \"[%s]\": expected [global] or [volume NAME]", inner);
+		return start_volume(p, cfg__skip_blank(inner + 6));
+	return cfg__perr(p, "unknown section \"[%s]\": expected [global] or [volume NAME]", inner);
 }
 
 /* Finds the value after '=': quoted ("..." taken literally) or bare (up to
  * a trailing comment).  Returns NULL after writing an error. */
 static char *parse_value(struct parser *p, const char *line, char *s, bool *quoted)
 {
-	char *v = skip_blank(s), *c;
+	char *v = cfg__skip_blank(s), *c;
 
 	*quoted = *v == '"';
 	if (*quoted) {
 		char *q = strchr(v + 1, '"');
 
 		if (!q) {
-			perr(p, "missing closing '\"'");
+			cfg__perr(p, "missing closing '\"'");
 			return NULL;
 		}
-		if (q[1] && !(is_blank(q[1]) && *skip_blank(q + 1) == '#')) {
-			perr(p, "unexpected text after closing '\"'");
+		if (q[1] && !(is_blank(q[1]) && *cfg__skip_blank(q + 1) == '#')) {
+			cfg__perr(p, "unexpected text after closing '\"'");
 			return NULL;
 		}
 		*q = '\0';
@@ -733,34 +323,34 @@ static int parse_assignment(struct parser *p, char *line, char *s)
 	size_t idx;
 
 	if (!eq || (c && c < eq))
-		return perr(p, "missing '=': expected \"key = value\", [global] or [volume NAME]");
+		return cfg__perr(p, "missing '=': expected \"key = value\", [global] or [volume NAME]");
 	*eq = '\0';
 	key = trim(s);
 	if (!*key)
-		return perr(p, "missing key before '='");
+		return cfg__perr(p, "missing key before '='");
 	if (p->sec == SEC_NONE)
-		return perr(p, "key \"%s\" outside a section: put it under [global] or [volume NAME]",
+		return cfg__perr(p, "key \"%s\" outside a section: put it under [global] or [volume NAME]",
 			    key);
-	kd = key_find(key, p->sec);
+	kd = cfg__key_find(key, p->sec);
 	if (!kd) {
 		const char *hint = "";
 
-		if (key_find(key, SEC_GLOBAL))
+		if (cfg__key_find(key, SEC_GLOBAL))
 			hint = " (it belongs in [global])";
-		else if (key_find(key, SEC_VOLUME))
+		else if (cfg__key_find(key, SEC_VOLUME))
 			hint = " (it belongs in a [volume NAME] section)";
-		return perr(p, "unknown key \"%s\" in %s%s", key,
+		return cfg__perr(p, "unknown key \"%s\" in %s%s", key,
 			    section_label(p, label, sizeof(label)), hint);
 	}
-	idx = (size_t)(kd - keys);
+	idx = cfg__key_index(kd);
 	if (!kd->repeatable && p->seen_line[idx])
-		return perr(p, "duplicate key \"%s\" in %s (first set at line %d)", key,
+		return cfg__perr(p, "duplicate key \"%s\" in %s (first set at line %d)", key,
 			    section_label(p, label, sizeof(label)), p->seen_line[idx]);
 	val = parse_value(p, line, eq + 1, &quoted);
 	if (!val)
 		return -EINVAL;
 	if (!*val && !(quoted && kd->empty_ok))
-		return perr(p, "empty value for \"%s\": expected %s", key, kd->expect);
+		return cfg__perr(p, "empty value for \"%s\": expected %s", key, kd->expect);
 	p->seen_line[idx] = p->line;
 	return kd->set(p, kd, val);
 }
@@ -816,7 +406,7 @@ static int finish(struct parser *p)
 			continue;
 		if (asprintf(&vol->meta, "%s%s%s.meta", cfg->state_dir, sep, vol->name) < 0) {
 			vol->meta = NULL;
-			return oom(p);
+			return cfg__oom(p);
 		}
 	}
 	return 0;
@@ -841,7 +431,7 @@ static int parse_text(struct parser *p, const char *text, size_t len)
 		if (ret)
 			return ret;
 		if (n > CFG_LINE_MAX)
-			return perr(p, "line is longer than %d bytes", CFG_LINE_MAX);
+			return cfg__perr(p, "line is longer than %d bytes", CFG_LINE_MAX);
 		memcpy(line, pos, n);
 		line[n] = '\0';
 		pos = nl ? nl + 1 : end;
@@ -866,7 +456,7 @@ static int parse_buf(const char *name, const char *text, size_t len,
 		err[0] = '\0';
 	p.cfg = cfg_new(name);
 	if (!p.cfg)
-		return oom(&p);
+		return cfg__oom(&p);
 	ret = parse_text(&p, text, len);
 	if (ret) {
 		cfg_free(p.cfg);

@@ -21,63 +21,13 @@
 #include "cluster.h"
 #include "clmsg.h"
 #include "clusterd.h"
+#include "clusterd_int.h"
 #include "clview.h"
 #include "control.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 #include "voldb.h"
-
-#define MAX_NODES 32
-#define BASE_PORT 7789
-
-struct known_node {
-	uint32_t nodeid;
-	char node[CLMSG_NAME_MAX];
-	char addr[CLMSG_ADDR_MAX];
-};
-
-struct pending_outdate {
-	struct pending_outdate *next;
-	char volume[CLMSG_NAME_MAX];
-	char node[CLMSG_NAME_MAX];
-	uint64_t token;
-};
-
-struct primary_rec {		/* who said it is Primary of a volume */
-	char volume[CLMSG_NAME_MAX];
-	char node[CLMSG_NAME_MAX];
-	uint32_t nodeid;
-};
-
-struct clusterd {
-	struct evloop *loop;
-	struct repl_engine *eng;
-	struct cfg *cfg;
-	const uint8_t *key;
-	size_t key_len;
-	struct cluster *cl;
-	struct voldb *db;
-	uint32_t nodeid;
-	char addr[CLMSG_ADDR_MAX];
-	bool ready;			/* connected, node name known */
-	bool quorate;			/* corosync's word */
-	bool synced;			/* every member sent its state since the
-					 * last membership change */
-	bool effective;			/* what the volumes were told */
-	bool lost_quorum;		/* since the last check for a rival Primary */
-	uint32_t sync_wait[MAX_NODES];	/* members whose SYNC_DONE is due */
-	size_t n_sync_wait;
-	uint32_t members[MAX_NODES];
-	size_t n_members;
-	struct known_node nodes[MAX_NODES];
-	size_t n_nodes;
-	struct primary_rec primaries[256];
-	size_t n_primaries;
-	struct pending_outdate *pending;
-	void (*notify)(void *arg);	/* the view may have changed */
-	void *notify_arg;
-};
 
 static void notify(struct clusterd *cd)
 {
@@ -88,7 +38,7 @@ static void notify(struct clusterd *cd)
 /* ---- sending ------------------------------------------------------------------ */
 
 /* Names are validated to fit before they get here; this only bounds. */
-static void copy_str(char *dst, size_t cap, const char *src)
+void clusterd__copy_str(char *dst, size_t cap, const char *src)
 {
 	size_t n = strnlen(src, cap - 1);
 
@@ -96,7 +46,7 @@ static void copy_str(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
-static void send_msg(struct clusterd *cd, const struct clmsg *m)
+void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m)
 {
 	uint8_t buf[CLMSG_MAX_LEN + 64];
 	ssize_t n = clmsg_encode(m, buf, sizeof(buf));
@@ -117,9 +67,9 @@ static void send_announce(struct clusterd *cd)
 	struct clmsg m = { .type = CLMSG_ANNOUNCE };
 
 	m.u.announce.nodeid = cd->nodeid;
-	copy_str(m.u.announce.node, sizeof(m.u.announce.node), cd->cfg->node);
-	copy_str(m.u.announce.addr, sizeof(m.u.announce.addr), cd->addr);
-	send_msg(cd, &m);
+	clusterd__copy_str(m.u.announce.node, sizeof(m.u.announce.node), cd->cfg->node);
+	clusterd__copy_str(m.u.announce.addr, sizeof(m.u.announce.addr), cd->addr);
+	clusterd__send_msg(cd, &m);
 }
 
 static void send_role(struct clusterd *cd, struct repl_volume *vol)
@@ -128,11 +78,11 @@ static void send_role(struct clusterd *cd, struct repl_volume *vol)
 	struct repl_volume_status st;
 
 	repl_volume_status(vol, &st);
-	copy_str(m.u.role.volume, sizeof(m.u.role.volume), st.name);
-	copy_str(m.u.role.node, sizeof(m.u.role.node), cd->cfg->node);
+	clusterd__copy_str(m.u.role.volume, sizeof(m.u.role.volume), st.name);
+	clusterd__copy_str(m.u.role.node, sizeof(m.u.role.node), cd->cfg->node);
 	m.u.role.role = repl_volume_role(vol) == REPL_PRIMARY;
 	m.u.role.disk = 5;	/* GEN_DISK_UNKNOWN: informational only */
-	send_msg(cd, &m);
+	clusterd__send_msg(cd, &m);
 }
 
 static void send_outdate(struct clusterd *cd, const struct pending_outdate *po)
@@ -143,18 +93,18 @@ static void send_outdate(struct clusterd *cd, const struct pending_outdate *po)
 	snprintf(m.u.outdate.node, sizeof(m.u.outdate.node), "%s", po->node);
 	m.u.outdate.generation = po->token;
 	m.u.outdate.from = cd->nodeid;
-	send_msg(cd, &m);
+	clusterd__send_msg(cd, &m);
 }
 
 static void send_record(struct clusterd *cd, const char *vol, const char *node, bool outdated)
 {
 	struct clmsg m = { .type = CLMSG_OUTDATE };
 
-	copy_str(m.u.outdate.volume, sizeof(m.u.outdate.volume), vol);
-	copy_str(m.u.outdate.node, sizeof(m.u.outdate.node), node);
+	clusterd__copy_str(m.u.outdate.volume, sizeof(m.u.outdate.volume), vol);
+	clusterd__copy_str(m.u.outdate.node, sizeof(m.u.outdate.node), node);
 	m.u.outdate.generation = outdated ? 1 : 0;	/* 0: "in sync again" */
 	m.u.outdate.from = cd->nodeid;
-	send_msg(cd, &m);
+	clusterd__send_msg(cd, &m);
 }
 
 /* What we know of the other replicas: those that missed writes (so that
@@ -181,7 +131,7 @@ static void send_state(struct clusterd *cd)
 	send_announce(cd);
 	for (size_t i = 0; i < voldb_count(cd->db); i++) {
 		m.u.voldef = *voldb_at(cd->db, i);
-		send_msg(cd, &m);
+		clusterd__send_msg(cd, &m);
 	}
 	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
 		send_role(cd, v);
@@ -189,7 +139,7 @@ static void send_state(struct clusterd *cd)
 	}
 	m.type = CLMSG_SYNC_DONE;
 	m.u.sync_done.nodeid = cd->nodeid;
-	send_msg(cd, &m);
+	clusterd__send_msg(cd, &m);
 }
 
 /* ---- nodes and primaries -------------------------------------------------------- */
@@ -202,7 +152,7 @@ static struct known_node *node_by_name(struct clusterd *cd, const char *name)
 	return NULL;
 }
 
-static bool is_member(const struct clusterd *cd, uint32_t nodeid)
+bool clusterd__is_member(const struct clusterd *cd, uint32_t nodeid)
 {
 	for (size_t i = 0; i < cd->n_members; i++)
 		if (cd->members[i] == nodeid)
@@ -211,7 +161,7 @@ static bool is_member(const struct clusterd *cd, uint32_t nodeid)
 }
 
 /* Another member that says it is Primary of volume (not this node). */
-static struct primary_rec *primary_of(struct clusterd *cd, const char *volume)
+struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume)
 {
 	for (size_t i = 0; i < cd->n_primaries; i++)
 		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
@@ -436,7 +386,7 @@ static void on_in_sync(struct clusterd *cd, uint32_t from, struct repl_volume *v
 	if (strcmp(o->node, cd->cfg->node) == 0) {
 		repl_volume_uptodate_by(vol, sender);	/* checks it is our Primary */
 	} else {
-		struct primary_rec *pr = primary_of(cd, o->volume);
+		struct primary_rec *pr = clusterd__primary_of(cd, o->volume);
 		if (pr && pr->nodeid == from)
 			repl_volume_peer_uptodate(vol, o->node);
 	}
@@ -519,7 +469,7 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	memcpy(cd->members, members, cd->n_members * sizeof(*members));
 	/* A Primary that left is no longer one we must respect here. */
 	for (size_t i = 0; i < cd->n_primaries; )
-		if (!is_member(cd, cd->primaries[i].nodeid))
+		if (!clusterd__is_member(cd, cd->primaries[i].nodeid))
 			cd->primaries[i] = cd->primaries[--cd->n_primaries];
 		else
 			i++;
@@ -528,7 +478,7 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	 * their ping timeout: a promotion here must not wait for them. */
 	for (size_t i = 0; i < nl; i++) {
 		const char *gone = name_of(cd, left[i]);
-		if (!gone || is_member(cd, left[i]) || left[i] == cd->nodeid)
+		if (!gone || clusterd__is_member(cd, left[i]) || left[i] == cd->nodeid)
 			continue;
 		for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
 			repl_volume_peer_gone(v, gone);
@@ -566,9 +516,9 @@ static void check_lost_primaries(struct clusterd *cd)
 		return;
 	cd->lost_quorum = false;
 	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
-		struct primary_rec *pr = primary_of(cd, repl_volume_name(v));
+		struct primary_rec *pr = clusterd__primary_of(cd, repl_volume_name(v));
 		if (repl_volume_role(v) == REPL_PRIMARY && pr && pr->nodeid != cd->nodeid &&
-		    is_member(cd, pr->nodeid)) {
+		    clusterd__is_member(cd, pr->nodeid)) {
 			drop_pending(cd, repl_volume_name(v));
 			repl_volume_step_down(v);
 		}
@@ -705,283 +655,6 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 		if (repl_volume_role(vol) == REPL_PRIMARY)
 			send_records(cd, vol);
 	}
-}
-
-/* ---- control: the quorum rule and volume commands ------------------------------------- */
-
-/* The cluster's promotion rules.  A takeover (live migration) gets the
- * role from the Primary itself, so that Primary does not count. */
-static int promotion_rules(struct clusterd *cd, struct repl_volume *vol, bool takeover,
-			   char *why, size_t len)
-{
-	struct primary_rec *pr = primary_of(cd, repl_volume_name(vol));
-
-	if (!cd->quorate) {
-		snprintf(why, len, "this node's partition has no quorum");
-		return -EPERM;
-	}
-	if (!cd->synced) {
-		snprintf(why, len, "the members are still exchanging their state: try again");
-		return -EAGAIN;
-	}
-	if (!takeover && pr && pr->nodeid != cd->nodeid && is_member(cd, pr->nodeid)) {
-		snprintf(why, len, "%s is Primary: demote it first", pr->node);
-		return -EBUSY;
-	}
-	return 0;
-}
-
-static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *why,
-			 size_t len)
-{
-	return promotion_rules(arg, vol, false, why, len);
-}
-
-int clusterd_hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
-			      size_t len)
-{
-	return promotion_rules(arg, vol, takeover, why, len);
-}
-
-static void answer_ok(struct json_writer *w)
-{
-	json_obj_begin(w);
-	json_kv_bool(w, "ok", true);
-	json_obj_end(w);
-}
-
-static void answer_err(struct json_writer *w, const char *msg)
-{
-	json_obj_begin(w);
-	json_kv_bool(w, "ok", false);
-	json_kv_str(w, "error", msg);
-	json_obj_end(w);
-}
-
-static int split_nodes(char *list, const char **nodes, size_t max)
-{
-	size_t n = 0;
-
-	for (char *t = strtok(list, ","); t; t = strtok(NULL, ",")) {
-		if (n == max)
-			return -E2BIG;
-		nodes[n++] = t;
-	}
-	return (int)n;
-}
-
-static void cmd_create(struct clusterd *cd, char **w, unsigned n, struct json_writer *jw)
-{
-	const char *nodes[CLMSG_NODES_MAX + 1], *why = NULL;
-	struct clmsg m = { .type = CLMSG_VOLDEF };
-	uint64_t size;
-	int nn, r;
-
-	if (n != 4) {
-		answer_err(jw, "usage: volume-create NAME SIZE NODE,NODE[,NODE]");
-		return;
-	}
-	if (parse_size(w[2], &size) < 0) {
-		answer_err(jw, "invalid size (expected e.g. 10G)");
-		return;
-	}
-	nn = split_nodes(w[3], nodes, CLMSG_NODES_MAX);
-	if (!cd->quorate) {
-		answer_err(jw, "this node's partition has no quorum");
-		return;
-	}
-	r = nn < 0 ? -EINVAL : voldb_create(cd->db, w[1], size, nodes, (size_t)nn,
-					    cd->nodeid, BASE_PORT, &m.u.voldef, &why);
-	if (r < 0) {
-		answer_err(jw, why ? why : "2 or 3 node names, separated by commas");
-		return;
-	}
-	send_msg(cd, &m);
-	log_notice("control: volume-create %s: sent to the group", w[1]);
-	answer_ok(jw);
-}
-
-static void cmd_delete(struct clusterd *cd, char **w, unsigned n, struct json_writer *jw)
-{
-	struct clmsg m = { .type = CLMSG_VOLDEF };
-	struct repl_volume *vol;
-	struct primary_rec *pr;
-
-	if (n != 2) {
-		answer_err(jw, "usage: volume-delete NAME");
-		return;
-	}
-	vol = repl_volume_find(cd->eng, w[1]);
-	pr = primary_of(cd, w[1]);
-	if ((vol && (repl_volume_role(vol) == REPL_PRIMARY || repl_volume_clients(vol))) ||
-	    (pr && is_member(cd, pr->nodeid))) {
-		answer_err(jw, "the volume is Primary or in use: demote it first");
-		return;
-	}
-	if (voldb_delete(cd->db, w[1], cd->nodeid, &m.u.voldef) < 0) {
-		answer_err(jw, "no such volume");
-		return;
-	}
-	send_msg(cd, &m);
-	answer_ok(jw);
-}
-
-/* A larger size for a volume: a new version of its definition, which every
- * node applies to its replica (apply_def), now or when it comes back. */
-static void cmd_resize(struct clusterd *cd, char **w, unsigned n, struct json_writer *jw)
-{
-	struct clmsg m = { .type = CLMSG_VOLDEF };
-	const char *why = NULL;
-	uint64_t size;
-	char a[32];
-
-	if (n != 3) {
-		answer_err(jw, "usage: volume-resize NAME SIZE");
-		return;
-	}
-	if (parse_size(w[2], &size) < 0) {
-		answer_err(jw, "invalid size (expected e.g. 10G)");
-		return;
-	}
-	if (size > REPL_VOLUME_SIZE_MAX) {
-		answer_err(jw, "the size is beyond the largest a volume can be (128 TiB)");
-		return;
-	}
-	if (!cd->quorate) {
-		answer_err(jw, "this node's partition has no quorum");
-		return;
-	}
-	/* Built on what this node knows: it must know the latest version. */
-	if (!cd->synced) {
-		answer_err(jw, "the members are still exchanging their state: try again");
-		return;
-	}
-	if (voldb_resize(cd->db, w[1], size, cd->nodeid, &m.u.voldef, &why) < 0) {
-		answer_err(jw, why);
-		return;
-	}
-	send_msg(cd, &m);
-	log_notice("control: volume-resize %s to %s (%" PRIu64 " bytes, version %" PRIu64
-		   "): sent to the group", w[1], format_size(size, a, sizeof(a)), size,
-		   m.u.voldef.version);
-	answer_ok(jw);
-}
-
-static void cmd_list(struct clusterd *cd, struct json_writer *jw)
-{
-	json_obj_begin(jw);
-	json_kv_bool(jw, "ok", true);
-	json_key(jw, "volumes");
-	json_arr_begin(jw);
-	for (size_t i = 0; i < voldb_count(cd->db); i++) {
-		const struct voldef *d = voldb_at(cd->db, i);
-		struct primary_rec *pr = primary_of(cd, d->name);
-		struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
-		if (d->deleted)
-			continue;
-		json_obj_begin(jw);
-		json_kv_str(jw, "name", d->name);
-		json_kv_u64(jw, "size", d->size);
-		json_kv_u64(jw, "port", d->port);
-		json_key(jw, "nodes");
-		json_arr_begin(jw);
-		for (unsigned k = 0; k < d->n_nodes; k++)
-			json_str(jw, d->nodes[k]);
-		json_arr_end(jw);
-		json_kv_str(jw, "primary", vol && repl_volume_role(vol) == REPL_PRIMARY ?
-			    cd->cfg->node : pr ? pr->node : "");
-		json_obj_end(jw);
-	}
-	json_arr_end(jw);
-	json_obj_end(jw);
-}
-
-static bool command(void *arg, char **w, unsigned n, struct json_writer *jw)
-{
-	struct clusterd *cd = arg;
-
-	if (strcmp(w[0], "volume-create") == 0)
-		cmd_create(cd, w, n, jw);
-	else if (strcmp(w[0], "volume-delete") == 0)
-		cmd_delete(cd, w, n, jw);
-	else if (strcmp(w[0], "volume-resize") == 0)
-		cmd_resize(cd, w, n, jw);
-	else if (strcmp(w[0], "volume-list") == 0)
-		cmd_list(cd, jw);
-	else
-		return false;
-	return true;
-}
-
-/* ---- setup ------------------------------------------------------------------------------ */
-
-static void view(void *arg, struct clview *out)
-{
-	clusterd_view(arg, out);
-}
-
-void clusterd_attach_control(struct clusterd *cd, struct control *ctl)
-{
-	struct control_ext ext = {
-		.arg = cd, .promote_guard = promote_guard, .command = command,
-		.cluster_view = view,
-	};
-
-	control_set_ext(ctl, &ext);
-}
-
-/* ---- the view ------------------------------------------------------------------------- */
-
-static struct clview_node *view_node(struct clview *v, uint32_t nodeid, const char *name)
-{
-	struct clview_node *n;
-
-	for (unsigned i = 0; i < v->n_nodes; i++)
-		if (v->nodes[i].nodeid == nodeid)
-			return &v->nodes[i];
-	if (v->n_nodes == CLVIEW_NODES_MAX)
-		return NULL;
-	n = &v->nodes[v->n_nodes++];
-	memset(n, 0, sizeof(*n));
-	n->nodeid = nodeid;
-	copy_str(n->name, sizeof(n->name), name);
-	return n;
-}
-
-static int by_nodeid(const void *a, const void *b)
-{
-	const struct clview_node *x = a, *y = b;
-
-	return x->nodeid < y->nodeid ? -1 : x->nodeid > y->nodeid;
-}
-
-void clusterd_view(const struct clusterd *cd, struct clview *out)
-{
-	memset(out, 0, sizeof(*out));
-	out->cluster = true;
-	copy_str(out->node, sizeof(out->node), cd->cfg->node);
-	out->nodeid = cd->nodeid;
-	out->connected = cluster_connected(cd->cl);
-	out->quorate = cd->quorate;
-	out->synced = cd->synced;
-	for (size_t i = 0; i < cd->n_nodes; i++) {
-		struct clview_node *n = view_node(out, cd->nodes[i].nodeid, cd->nodes[i].node);
-		if (n)
-			copy_str(n->addr, sizeof(n->addr), cd->nodes[i].addr);
-	}
-	/* A member that has not announced itself yet is still a member. */
-	for (size_t i = 0; i < cd->n_members; i++) {
-		struct clview_node *n = view_node(out, cd->members[i], "");
-		if (n)
-			n->member = true;
-	}
-	qsort(out->nodes, out->n_nodes, sizeof(out->nodes[0]), by_nodeid);
-}
-
-void clusterd_set_notify(struct clusterd *cd, void (*fn)(void *arg), void *arg)
-{
-	cd->notify = fn;
-	cd->notify_arg = arg;
 }
 
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,

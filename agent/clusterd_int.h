@@ -1,0 +1,75 @@
+/* clusterd_int.h: what the two halves of cluster mode share (clusterd.c:
+ * the group, its messages, membership and quorum, the volumes it attaches;
+ * clusterd_cmd.c: the promotion rules, the volume commands of the control
+ * socket, the cluster view), and nobody else.  Loop thread only. */
+#ifndef REPL_AGENT_CLUSTERD_INT_H
+#define REPL_AGENT_CLUSTERD_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "clmsg.h"
+#include "clusterd.h"
+
+#define MAX_NODES 32
+#define BASE_PORT 7789
+
+struct known_node {
+	uint32_t nodeid;
+	char node[CLMSG_NAME_MAX];
+	char addr[CLMSG_ADDR_MAX];
+};
+
+struct pending_outdate {
+	struct pending_outdate *next;
+	char volume[CLMSG_NAME_MAX];
+	char node[CLMSG_NAME_MAX];
+	uint64_t token;
+};
+
+struct primary_rec {		/* who said it is Primary of a volume */
+	char volume[CLMSG_NAME_MAX];
+	char node[CLMSG_NAME_MAX];
+	uint32_t nodeid;
+};
+
+struct clusterd {
+	struct evloop *loop;
+	struct repl_engine *eng;
+	struct cfg *cfg;
+	const uint8_t *key;
+	size_t key_len;
+	struct cluster *cl;
+	struct voldb *db;
+	uint32_t nodeid;
+	char addr[CLMSG_ADDR_MAX];
+	bool ready;			/* connected, node name known */
+	bool quorate;			/* corosync's word */
+	bool synced;			/* every member sent its state since the
+					 * last membership change */
+	bool effective;			/* what the volumes were told */
+	bool lost_quorum;		/* since the last check for a rival Primary */
+	uint32_t sync_wait[MAX_NODES];	/* members whose SYNC_DONE is due */
+	size_t n_sync_wait;
+	uint32_t members[MAX_NODES];
+	size_t n_members;
+	struct known_node nodes[MAX_NODES];
+	size_t n_nodes;
+	struct primary_rec primaries[256];
+	size_t n_primaries;
+	struct pending_outdate *pending;
+	void (*notify)(void *arg);	/* the view may have changed */
+	void *notify_arg;
+};
+
+/* Copies src into dst (cap bytes), truncated, NUL-terminated: names are
+ * validated to fit before they get here; this only bounds. */
+void clusterd__copy_str(char *dst, size_t cap, const char *src);
+/* Multicasts m to the group (logged if it cannot). */
+void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m);
+bool clusterd__is_member(const struct clusterd *cd, uint32_t nodeid);
+/* Another member that says it is Primary of volume (not this node). */
+struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume);
+
+#endif
