@@ -30,26 +30,8 @@ status_exit() {
 	echo $?
 }
 
-# ev_wait FILE T EXPR: a line of FILE (a --json event stream) makes EXPR
-# true (e: the event; c: its changes as (field, peer or node, from, to)).
-EV_PY='
-import json, sys, time
-path, t, expr = sys.argv[1], float(sys.argv[2]), sys.argv[3]
-end = time.time() + t
-while True:
-    with open(path) as f:
-        for line in f:
-            e = json.loads(line)
-            c = [(x["field"], x.get("peer", x.get("node")), x["from"], x["to"])
-                 for x in e.get("changes", [])]
-            if eval(expr):
-                sys.exit(0)
-    if time.time() > end:
-        sys.exit(1)
-    time.sleep(0.2)
-'
 ev_wait() {
-	"$PYTHON" -c "$EV_PY" "$1" "$2" "$3" ||
+	events_match "$1" "$2" "$3" ||
 		problem "$(basename "$1"): no event with $3 within $2 s; last: $(tail -n 3 "$1")"
 }
 

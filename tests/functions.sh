@@ -1063,6 +1063,28 @@ link_up() {
 # ackcheck ARGS...: tests/ackcheck.py (see there).
 ackcheck() { "$PYTHON" "$TESTS_SRCDIR/ackcheck.py" "$@"; }
 
+# events_match FILE T EXPR: true once a line of FILE (a "replagent events
+# --json" stream being written) makes the Python expression EXPR true (e:
+# the event, c: its changes as (field, peer or node, from, to) tuples);
+# false after T seconds.
+_EVENTS_PY='
+import json, sys, time
+path, t, expr = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+end = time.time() + t
+while True:
+    with open(path) as f:
+        for line in f:
+            e = json.loads(line)
+            c = [(x["field"], x.get("peer", x.get("node")), x["from"], x["to"])
+                 for x in e.get("changes", [])]
+            if eval(expr):
+                sys.exit(0)
+    if time.time() > end:
+        sys.exit(1)
+    time.sleep(0.1)
+'
+events_match() { "$PYTHON" -c "$_EVENTS_PY" "$1" "$2" "$3"; }
+
 # now_s: wall-clock seconds with fractions (ackcheck.py logs the same clock).
 now_s() { date +%s.%N; }
 
