@@ -116,12 +116,12 @@ static void print_peer(const struct json_value *p, const struct widths *w)
 	put_line(line);
 }
 
-/* The size, and a cli_grow going on or failed; on a Primary, the size its
+/* The size, and a grow going on or failed; on a Primary, the size its
  * new NBD clients get while some replica has not grown yet. */
 static void append_size(char *line, size_t size, const struct json_value *v)
 {
-	const struct json_value *cli_grow = json_get(v, "cli_grow");
-	const char *err = cli_grow ? json_get_str(cli_grow, "error") : NULL, *role;
+	const struct json_value *grow = json_get(v, "grow");
+	const char *err = grow ? json_get_str(grow, "error") : NULL, *role;
 	uint64_t bytes = 0, exp = 0, to = 0;
 	char part[256], a[32], text[160];
 
@@ -135,9 +135,9 @@ static void append_size(char *line, size_t size, const struct json_value *v)
 			 "has grown)", format_size(exp, a, sizeof(a)));
 		cli_append(line, size, part);
 	}
-	if (cli_grow && json_get_u64(cli_grow, "to", &to) == 0) {
+	if (grow && json_get_u64(grow, "to", &to) == 0) {
 		if (err && *err)
-			snprintf(part, sizeof(part), "  cannot cli_grow to %s: %s",
+			snprintf(part, sizeof(part), "  cannot grow to %s: %s",
 				 format_size(to, a, sizeof(a)), cli_clean(err, text, sizeof(text)));
 		else
 			snprintf(part, sizeof(part), "  growing to %s",
@@ -174,6 +174,9 @@ static enum health volume_health(const struct json_value *v, char *why, size_t w
 		.disk = json_get_str(v, "disk"), .io_frozen = json_get_bool(v, "io_frozen"),
 		.peers = hp,
 	};
+	const struct json_value *grow = json_get(v, "grow");
+
+	hv.grow_error = grow ? json_get_str(grow, "error") : NULL;
 
 	if (!peers || peers->type != JSON_ARRAY) {
 		snprintf(why, whylen, "%s: no peer list", cli_or_unknown(hv.name));
