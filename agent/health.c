@@ -152,6 +152,18 @@ static void check_frozen(const struct health_volume *v, struct verdict *vd)
 	found(vd, HEALTH_DEGRADED, msg, "waiting to outdate a lost peer");
 }
 
+/* A replica that cannot grow to the volume's new size stays smaller, and
+ * the Primary's NBD clients keep the old size until it has grown. */
+static void check_grow(const struct health_volume *v, struct verdict *vd)
+{
+	char msg[256];
+
+	if (!v->grow_error || !*v->grow_error)
+		return;
+	snprintf(msg, sizeof(msg), "%s: cannot grow", str(v->name));
+	found(vd, HEALTH_DEGRADED, msg, v->grow_error);
+}
+
 static void check_peer(const struct health_volume *v, const struct health_peer *p,
 		       struct verdict *vd)
 {
@@ -177,6 +189,7 @@ enum health health_volume(const struct health_volume *v, char *why, size_t whyle
 	check_role(v, &vd);
 	check_disk(v, &vd);
 	check_frozen(v, &vd);
+	check_grow(v, &vd);
 	for (unsigned i = 0; i < v->n_peers; i++)
 		check_peer(v, &v->peers[i], &vd);
 	return vd.h;

@@ -30,6 +30,8 @@ struct health_volume {
 	const char *role;	/* "Primary" / "Secondary" */
 	const char *disk;	/* this node's disk state */
 	bool io_frozen;
+	const char *grow_error;	/* why growing to the volume's new size failed
+				 * (retried), or NULL */
 	unsigned n_peers;
 	const struct health_peer *peers;
 };

@@ -166,6 +166,29 @@ static void test_worse(void)
 	      HEALTH_UNKNOWN == 3);
 }
 
+/* A replica that cannot grow: degraded, and the reason is shown; worse
+ * problems still win. */
+static void test_grow(void)
+{
+	static const struct health_peer up[] = { P("n2", "Connected", "UpToDate") };
+	static const struct health_peer sa[] = { P("n2", "StandAlone", "DUnknown") };
+	struct health_volume v = {
+		.name = "vol0", .role = "Secondary", .disk = "UpToDate",
+		.grow_error = "device /dev/sdb has 64.0 MiB, the volume needs 96.0 MiB",
+		.n_peers = 1, .peers = up,
+	};
+	char why[256];
+
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_DEGRADED);
+	CHECK_MSG(strstr(why, "vol0: cannot grow (device /dev/sdb"), "why \"%s\"", why);
+	v.grow_error = "";
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_OK);
+	v.grow_error = "no space left on device";
+	v.peers = sa;
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "StandAlone"), "why \"%s\"", why);
+}
+
 static void test_no_why(void)
 {
 	struct health_volume v = { .name = "v", .role = "Primary", .disk = "Failed" };
@@ -181,6 +204,7 @@ int main(void)
 	test_table();
 	test_cluster();
 	test_worse();
+	test_grow();
 	test_no_why();
 	return unit_done("test-status-exit");
 }
