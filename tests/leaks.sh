@@ -11,15 +11,26 @@
 #   - a test directory (/tmp/replagent-NAME.XXXXXX) whose test is not running.
 # Tests that run at the same time as this one are not leaks: only what
 # belongs to no live test counts.  It lists what it found, and kills
-# nothing.
+# nothing.  run-all.sh names in $REPLAGENT_LEAKS_BEFORE the namespaces and
+# directories that were there before the suite started (an earlier run
+# that was interrupted): those are listed too, but do not fail this run.
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
 requires ps ip readlink
-found=0
+found=0 old=0
 leak() {
 	echo "LEAK: $*" >&2
 	found=$((found + 1))
+}
+# was_there KIND NAME: true if the suite found it before it started.
+was_there() {
+	[ -n "${REPLAGENT_LEAKS_BEFORE:-}" ] && [ -f "$REPLAGENT_LEAKS_BEFORE" ] &&
+		grep -qxF "$1 $2" "$REPLAGENT_LEAKS_BEFORE"
+}
+old_leak() {
+	echo "left before this run started (not counted): $*" >&2
+	old=$((old + 1))
 }
 
 # 1. Our daemons and CLI.
@@ -37,7 +48,12 @@ done
 while read -r ns _; do
 	[[ $ns =~ ^ra-?([0-9]+)- ]] || continue
 	owner=${BASH_REMATCH[1]}
-	kill -0 "$owner" 2>/dev/null || leak "network namespace $ns (its test, pid $owner, is gone)"
+	kill -0 "$owner" 2>/dev/null && continue
+	if was_there netns "$ns"; then
+		old_leak "network namespace $ns"
+	else
+		leak "network namespace $ns (its test, pid $owner, is gone)"
+	fi
 done < <(ip netns list 2>/dev/null)
 
 # 3. Node processes in namespaces without a name.  Only processes in a
@@ -63,10 +79,15 @@ for d in /tmp/replagent-*.??????; do
 	[ "$d" = "$TESTDIR" ] && continue
 	name=${d#/tmp/replagent-}
 	name=${name%.*}
-	if ! ps -e -o args= | grep -q -E "(tests/|/)$name(\\.sh)?( |$)"; then
+	if ps -e -o args= | grep -q -E "(tests/|/)$name(\\.sh)?( |$)"; then
+		continue
+	elif was_there dir "$d"; then
+		old_leak "test directory $d"
+	else
 		leak "test directory $d (no test $name runs)"
 	fi
 done
 
+[ "$old" = 0 ] || log "$old thing(s) an earlier run left behind, listed above: remove them"
 [ "$found" = 0 ] || fail "$found leak(s), listed above"
 log "PASS: no daemon, namespace, node process or test directory left behind"

@@ -38,6 +38,14 @@ check() {
 
 log() { setup_log "$@"; }
 
+# What an earlier, interrupted run left on this machine is not this run's
+# leak: tests/leaks.sh reports it, but fails only on what is new.
+before=$(mktemp /tmp/replagent-leaks-before.XXXXXX) || exit 1
+trap 'rm -f "$before"' EXIT
+{ ip netns list 2>/dev/null | awk '{print "netns " $1}'
+  for d in /tmp/replagent-*.??????; do [ -d "$d" ] && echo "dir $d"; done; } >"$before"
+export REPLAGENT_LEAKS_BEFORE=$before
+
 status=0
 setup_packages || { echo "package installation failed"; status=1; }
 if [ $status = 0 ]; then
