@@ -31,7 +31,14 @@ check() {
 		log "failures in $dir:"
 		sed -n '/^FAIL\|^ERROR/,/^$/p' "$logf" | head -200
 		for t in $(awk '/^(FAIL|ERROR):/ {print $2}' "$logf" 2>/dev/null); do
-			[ -f "$dir/$t.log" ] && { echo "--- $t.log"; tail -60 "$dir/$t.log"; }
+			[ -f "$dir/$t.log" ] || continue
+			# What the test said (its FAIL line and the lines before it),
+			# then the end of the log (the daemons' last words).
+			echo "--- $t.log: the test's own lines"
+			grep -v -E '^(> )?[A-Z][a-z]{2} [0-9]{2} [0-9:.]+ [a-z-]+\[[0-9]+\]' "$dir/$t.log" |
+				grep -B 15 -m 1 -E ': FAIL: |^FAIL' | head -40
+			echo "--- $t.log: its last lines"
+			tail -60 "$dir/$t.log"
 		done
 	fi
 }
