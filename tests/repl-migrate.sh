@@ -208,13 +208,17 @@ wait_status q 10 'v["role"] == "Primary"' ||
 	fail "q did not get the role after the source left (soft takeover)"
 [ "$(show_field p role)" = Secondary ] || fail "p is still Primary"
 client dst write 65536 65536 100 || fail "destination write on q: $CLIENT_LAST"
-client_end dst
 all_connected p q r
 
+# The guest stays on q (dst attached) while windows open elsewhere: with a
+# client on the Primary, a window's soft takeover is refused, so the
+# windows below never get the role.
 # Closing a window drops its clients.
 ra_cli r window open "$CLUSTER_VOL" || fail "window open on r refused"
 client_start w r
 client w connect || fail "client on r: $CLIENT_LAST"
+sleep 1.5	# longer than a window's soft takeover interval (1 s)
+[ "$(show_field r role)" = Secondary ] || fail "r took the role from a Primary with a client"
 ra_cli r window close "$CLUSTER_VOL" || fail "window close on r refused"
 client w read 0 4096 99 && fail "a client of a closed window still reads"
 client_end w
@@ -230,6 +234,7 @@ wait_status p 10 'v["window"] == "none"' || fail "p's window stayed open without
 client w2 read 65536 65536 100 && fail "a window client read on after the Primary died"
 log "window client after the Primary's death: $CLIENT_LAST"
 client_end w2
+client_end dst
 stop_cluster
 
 # ---- 3. auto-promote ----------------------------------------------------------
