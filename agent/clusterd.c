@@ -432,8 +432,36 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 	}
 }
 
+static void drop_pending(struct clusterd *cd, const char *volume);
+
+/* Two promotions of a volume that crossed (each made before it heard of
+ * the other): the group's order decides, the same on every member.  A
+ * Primary whose own claim the group has not delivered yet when another
+ * member's arrives came second, and steps down: nothing it holds was
+ * acknowledged, because its writes need the other replica (which refuses
+ * them, a Primary itself) or an outdate of it that the group would deliver
+ * after this claim.  Only between members of a steady configuration: after
+ * a membership change the state exchange and check_lost_primaries() decide
+ * (the side that lost quorum yields). */
+static void crossed_claim(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, r->volume);
+	const struct voldef *d = voldb_find(cd->db, r->volume);
+
+	if (!vol || !d || d->deleted || from == cd->nodeid || !cd->synced ||
+	    repl_volume_role(vol) != REPL_PRIMARY || !def_has_node(d, r->node) ||
+	    primary_rec(cd, r->volume, cd->cfg->node))
+		return;
+	log_warn("cluster: %s: %s was promoted too, and its claim came first: stepping down",
+		 r->volume, r->node);
+	drop_pending(cd, r->volume);
+	repl_volume_step_down(vol);
+}
+
 static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
 {
+	if (r->role == 1)
+		crossed_claim(cd, from, r);
 	set_primary(cd, r->volume, r->node, from, r->role == 1);
 }
 

@@ -704,6 +704,14 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
+	/* Two Primaries connected (two promotions that crossed): the link
+	 * goes, so that each side must outdate the other before it
+	 * acknowledges anything, and the cluster's order picks one
+	 * (clusterd.c); never two writers that each think they are alone. */
+	if (s->role == REPL_PRIMARY && vol->role == REPL_PRIMARY) {
+		repl__peer_drop(p, "the peer is Primary too");
+		return;
+	}
 	/* Two Secondaries that differed are equal now (one resynced). */
 	if (p->suppressed && s->disk == GEN_DISK_UPTODATE && vol->disk_state == GEN_DISK_UPTODATE &&
 	    s->current == sb.gen_current) {
