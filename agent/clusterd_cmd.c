@@ -101,6 +101,10 @@ static void cmd_create(struct clusterd *cd, char **w, unsigned n, struct json_wr
 		answer_err(jw, "invalid size (expected e.g. 10G)");
 		return;
 	}
+	if (size > REPL_VOLUME_SIZE_MAX) {
+		answer_err(jw, "the size is beyond the largest a volume can be (128 TiB)");
+		return;
+	}
 	nn = split_nodes(w[3], nodes, CLMSG_NODES_MAX);
 	if (!cd->quorate) {
 		answer_err(jw, "this node's partition has no quorum");

@@ -139,7 +139,7 @@ log "disk-xml names ${RC_NBD[1]} and export vol0"
 	    "volume-create -x 64M n1,n2", "volume-create " + "a" * 65 + " 64M n1,n2",
 	    "volume-create x 0 n1,n2", "volume-create x 1000 n1,n2",
 	    "volume-create x -1 n1,n2", "volume-create x 64Q n1,n2",
-	    "volume-create x 99999999999T n1,n2",
+	    "volume-create x 99999999999T n1,n2", "volume-create x 129T n1,n2",
 	    "volume-create x 64M n1", "volume-create x 64M n1,n1",
 	    "volume-create x 64M n1,n2,n3,n1", "volume-create x 64M ,",
 	    "volume-create x 64M n1,../n2", "volume-create vol0 64M n1,n2",
