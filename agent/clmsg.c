@@ -8,7 +8,8 @@
  *              u8 flags (bit 0: deleted; others 0), u8 n_nodes (2..3),
  *              uuid[16], str name (63), n_nodes x str node (63)
  *   OUTDATE    u64 generation, u32 from, str volume (63), str node (63)
- *   ROLE       u8 role (0/1), u8 disk (0..GEN_DISK_UNKNOWN),
+ *   ROLE       u8 role (0 Secondary, 1 Primary, 2 Primary by a live
+ *              migration's handover), u8 disk (0..GEN_DISK_UNKNOWN),
  *              str volume (63), str node (63)
  *   SYNC_DONE  u32 nodeid
  *
@@ -153,7 +154,7 @@ static int check_msg(const struct clmsg *m)
 		return o->from && clmsg_volume_name_ok(o->volume) &&
 			clmsg_node_name_ok(o->node) ? 0 : -EINVAL;
 	case CLMSG_ROLE:
-		return r->role <= 1 && r->disk <= GEN_DISK_UNKNOWN &&
+		return r->role <= CLMSG_ROLE_HANDED_OVER && r->disk <= GEN_DISK_UNKNOWN &&
 			clmsg_volume_name_ok(r->volume) && clmsg_node_name_ok(r->node) ?
 			0 : -EINVAL;
 	case CLMSG_SYNC_DONE:

@@ -83,11 +83,18 @@ struct clmsg_outdate {
 	uint32_t from;			/* nodeid of the sender, non-zero */
 };
 
-/* Informational: `node`'s role and disk state for `volume`. */
+/* `node`'s role and disk state for `volume`.  A Primary that took the
+ * role by a live migration's handover says so: its claim may be ordered
+ * before the old Primary's demotion, and that is no crossing. */
+enum {
+	CLMSG_ROLE_SECONDARY = 0,
+	CLMSG_ROLE_PRIMARY = 1,
+	CLMSG_ROLE_HANDED_OVER = 2,
+};
 struct clmsg_role {
 	char volume[CLMSG_NAME_MAX];
 	char node[CLMSG_NAME_MAX];
-	uint8_t role;			/* 0 Secondary, 1 Primary */
+	uint8_t role;			/* CLMSG_ROLE_* */
 	uint8_t disk;			/* enum gen_disk, GEN_DISK_UNKNOWN allowed */
 };
 

@@ -80,7 +80,8 @@ static void send_role(struct clusterd *cd, struct repl_volume *vol)
 	repl_volume_status(vol, &st);
 	clusterd__copy_str(m.u.role.volume, sizeof(m.u.role.volume), st.name);
 	clusterd__copy_str(m.u.role.node, sizeof(m.u.role.node), cd->cfg->node);
-	m.u.role.role = repl_volume_role(vol) == REPL_PRIMARY;
+	m.u.role.role = repl_volume_role(vol) != REPL_PRIMARY ? CLMSG_ROLE_SECONDARY :
+			repl_volume_handed_over(vol) ? CLMSG_ROLE_HANDED_OVER : CLMSG_ROLE_PRIMARY;
 	m.u.role.disk = 5;	/* GEN_DISK_UNKNOWN: informational only */
 	clusterd__send_msg(cd, &m);
 }
@@ -458,11 +459,39 @@ static void crossed_claim(struct clusterd *cd, uint32_t from, const struct clmsg
 	repl_volume_step_down(vol);
 }
 
+/* The same crossing seen from a replica that is neither Primary: the
+ * claim that arrives while another member is recorded Primary is the one
+ * that came second, and its sender is stepping down (crossed_claim() on
+ * its side).  What this replica took from it was never acknowledged. */
+static void crossed_claim_seen(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, r->volume);
+	const struct voldef *d = voldb_find(cd->db, r->volume);
+
+	if (!vol || !d || d->deleted || from == cd->nodeid || !cd->synced ||
+	    repl_volume_role(vol) == REPL_PRIMARY || !def_has_node(d, r->node))
+		return;
+	for (size_t i = 0; i < cd->n_primaries; i++) {
+		const struct primary_rec *pr = &cd->primaries[i];
+		if (strcmp(pr->volume, r->volume) == 0 && pr->nodeid != from &&
+		    clusterd__is_member(cd, pr->nodeid)) {
+			log_warn("cluster: %s: %s and %s were promoted at the same time; %s's "
+				 "claim came first", r->volume, pr->node, r->node, pr->node);
+			repl_volume_crossing_lost(vol, r->node);
+			return;
+		}
+	}
+}
+
 static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
 {
-	if (r->role == 1)
+	/* A handover's claim may be ordered before the old Primary's
+	 * demotion: never a crossing. */
+	if (r->role == CLMSG_ROLE_PRIMARY && !primary_rec(cd, r->volume, r->node)) {
 		crossed_claim(cd, from, r);
-	set_primary(cd, r->volume, r->node, from, r->role == 1);
+		crossed_claim_seen(cd, from, r);
+	}
+	set_primary(cd, r->volume, r->node, from, r->role != CLMSG_ROLE_SECONDARY);
 }
 
 static void deliver(void *arg, uint32_t nodeid, const void *msg, size_t len)

@@ -356,6 +356,8 @@ int repl__peer_send_volume(struct peer *p)
 
 /* ---- connection state --------------------------------------------------------- */
 
+#define LOST_CROSSING "its promotion crossed another and came second: nothing of it is taken"
+
 #define set_reason(p, ...) snprintf((p)->reason, sizeof((p)->reason), __VA_ARGS__)
 
 /* Ends the connection; StandAlone peers are not retried. */
@@ -457,6 +459,13 @@ static int check_uuid(struct peer *p, const struct wire_volume *v)
 
 static void peer_from_volume(struct peer *p, const struct wire_volume *v)
 {
+	/* A Secondary with data demoted while we were apart; a blank one
+	 * may have stepped down after a crossing, which the cluster has yet
+	 * to tell us about. */
+	if (v->role != REPL_PRIMARY && v->current)
+		p->took_primary = false;
+	if (v->role != REPL_PRIMARY)
+		p->lost_crossing = false;
 	p->peer_role = v->role;
 	p->peer_disk = v->disk;
 }
@@ -558,8 +567,15 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 				  v->disk, v->role == REPL_PRIMARY, v->crashed_primary,
 				  v->node_id };
 	peer_from_volume(p, v);
+	if (peer.primary && p->lost_crossing) {
+		repl__peer_drop(p, LOST_CROSSING);	/* no resync from it either */
+		return;
+	}
+	/* Two Primaries: no data flows until one demotes (in a cluster, the
+	 * one whose promotion came second steps down by itself), so keep
+	 * trying rather than give up StandAlone. */
 	if (local.primary && peer.primary) {
-		standalone(p, WIRE_BYE_SPLIT_BRAIN, "both replicas are Primary");
+		repl__peer_drop(p, "the peer is Primary too: waiting for one of them to demote");
 		return;
 	}
 	gv = gen_decide(&local, &peer);
@@ -648,11 +664,18 @@ static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
 		repl__peer_drop(p, "write outside the volume, or to a Primary");
 		return;
 	}
-	if (m->type == WIRE_RS_DATA)
+	if (m->type == WIRE_RS_DATA) {
 		repl__rs_on_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
-	else
-		repl__rep_apply(p, m->seq, REPL_IO_WRITE, io_flags(w->flags), w->offset,
-				w->len, (void *)w->data, payload);
+		return;
+	}
+	if (p->lost_crossing) {
+		free(payload);
+		repl__peer_drop(p, LOST_CROSSING);
+		return;
+	}
+	p->took_primary = true;
+	repl__rep_apply(p, m->seq, REPL_IO_WRITE, io_flags(w->flags), w->offset, w->len,
+			(void *)w->data, payload);
 }
 
 static void on_range(struct peer *p, const struct wire_msg *m)
@@ -663,11 +686,17 @@ static void on_range(struct peer *p, const struct wire_msg *m)
 		repl__peer_drop(p, "request outside the volume, or to a Primary");
 		return;
 	}
-	if (m->type == WIRE_RS_ZERO)
+	if (m->type == WIRE_RS_ZERO) {
 		repl__rs_on_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
-	else
-		repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags),
-				r->offset, (uint32_t)r->len, NULL, NULL);
+		return;
+	}
+	if (p->lost_crossing) {
+		repl__peer_drop(p, LOST_CROSSING);
+		return;
+	}
+	p->took_primary = true;
+	repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags), r->offset,
+			(uint32_t)r->len, NULL, NULL);
 }
 
 /* A Secondary asks for regions it may hold alone (recent.c): they join its
@@ -702,6 +731,11 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		if (p->idx != vol->lost_primary_idx)
 			repl__recent_ask(p);
 	}
+	if (s->role != REPL_PRIMARY) {
+		if (p->peer_role == REPL_PRIMARY)
+			p->took_primary = false;	/* it demoted: its writes were its own */
+		p->lost_crossing = false;
+	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
 	/* Two Primaries connected (two promotions that crossed): the link
@@ -719,6 +753,10 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		p->reason[0] = '\0';
 	}
 	/* A Primary we are in sync with moved its generation: follow it. */
+	if (s->role == REPL_PRIMARY && p->lost_crossing && s->current != sb.gen_current) {
+		repl__peer_drop(p, LOST_CROSSING);
+		return;
+	}
 	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
 		if (sb.gen_current) {
@@ -727,6 +765,7 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		}
 		sb.gen_current = s->current;
 		sb.gen_bitmap = 0;
+		p->took_primary = true;
 	}
 	if (s->outdate_notice && (o = peer_by_id(vol, s->outdated_node)))
 		sb.peers[o->idx].disk_state = META_OUTDATED;

@@ -42,6 +42,12 @@ struct peer {
 	uint64_t size;			/* its replica's size (VOLUME, SIZE) */
 	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
 	uint8_t peer_disk;		/* enum gen_disk */
+	/* We applied its writes or followed its generation while it was
+	 * Primary, and it has not demoted since (a crossing, clusterd.c). */
+	bool took_primary;
+	/* The cluster says it lost a crossing and is stepping down: until it
+	 * says it is Secondary, none of its writes or generations is taken. */
+	bool lost_crossing;
 	/* writes sent and not acknowledged, oldest first */
 	struct vwrite *unacked_head, *unacked_tail;
 	unsigned unacked;

@@ -115,6 +115,8 @@ int repl_volume_grow(struct repl_volume *vol, uint64_t size, char *why, size_t w
 const char *repl_volume_name(const struct repl_volume *vol);
 uint64_t repl_volume_size(const struct repl_volume *vol);
 enum repl_role repl_volume_role(const struct repl_volume *vol);
+/* Primary by a live migration's handover (not by a promotion). */
+bool repl_volume_handed_over(const struct repl_volume *vol);
 /* Number of NBD clients attached to the volume. */
 unsigned repl_volume_clients(const struct repl_volume *vol);
 void repl_volume_uuid(const struct repl_volume *vol, char out[37]);
@@ -268,6 +270,11 @@ void repl_volume_set_quorate(struct repl_volume *vol, bool quorate);
  * holds (never acknowledged), drop its clients, become a Secondary that
  * will take a full resync. */
 void repl_volume_step_down(struct repl_volume *vol);
+/* The cluster says node's promotion crossed another's and came second
+ * (it steps down; nothing it wrote was acknowledged).  A Secondary that
+ * took writes or a generation from it starts over as a blank replica and
+ * takes the Primary's data by a full resync.  No-op otherwise. */
+void repl_volume_crossing_lost(struct repl_volume *vol, const char *node);
 /* Down: the replica takes no part (no replication links, no NBD clients),
  * as a stopped cluster resource; up: it connects again.  Down is refused
  * while Primary or in use (-EBUSY). */

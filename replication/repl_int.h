@@ -129,6 +129,7 @@ struct repl_volume {
 	struct window *window;		/* Secondary: NBD clients allowed */
 	bool auto_promote;
 	bool auto_promoted;		/* demote after the last client */
+	bool handed_over;		/* Primary by a HANDOVER (window.c) */
 	void *auto_demote_timer;
 	int handover_to;		/* Primary: peer slot it hands over to, or -1 */
 	uint64_t handover_seq;		/* the TAKEOVER being answered */
@@ -179,6 +180,11 @@ void repl__volume_disconnect(struct repl_volume *vol);
 void repl__volume_quiesce(struct repl_volume *vol);
 void repl__volume_free(struct repl_volume *vol);
 int repl__volume_make_blank(struct repl_volume *vol);
+/* A Secondary (or a Primary that stepped down, already Secondary) whose
+ * data cannot be trusted to agree with the Primary's: its window and
+ * clients go, it becomes a blank replica, and every link re-decides (why
+ * is logged for each), StandAlone ones too.  It then takes a full resync. */
+void repl__volume_start_over(struct repl_volume *vol, const char *why);
 
 /* ---- window.c ---- */
 /* What a Primary asked for its role (TAKEOVER) looks at. */

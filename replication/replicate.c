@@ -771,17 +771,23 @@ void repl_volume_step_down(struct repl_volume *vol)
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	vol->freeze = 0;
 	fail_frozen(vol, -ESHUTDOWN);
-	repl__window_free(vol);
-	fail_idle_writes(vol, -ESHUTDOWN);
-	repl__nbd_conns_drop_volume(vol->eng, vol);
 	/* Nothing this replica wrote since the cut was acknowledged, and
 	 * writes in flight at the cut may be on this disk alone: it starts
 	 * over as a blank replica and takes the new Primary's data. */
+	repl__volume_start_over(vol, "re-deciding after stepping down");
+}
+
+void repl__volume_start_over(struct repl_volume *vol, const char *why)
+{
+	repl__window_free(vol);
+	fail_idle_writes(vol, -ESHUTDOWN);
+	repl__nbd_conns_drop_volume(vol->eng, vol);
 	if (repl__volume_make_blank(vol) < 0)
-		plog(LOG_ERR, vol->name, "cannot record the step down");
+		plog(LOG_ERR, vol->name, "cannot record that this replica starts over");
 	for (unsigned i = 0; i < vol->n_peers; i++) {
+		vol->peers[i]->took_primary = false;
 		if (vol->peers[i]->conn != PC_IDLE)
-			repl__peer_drop(vol->peers[i], "re-deciding after stepping down");
+			repl__peer_drop(vol->peers[i], why);
 		repl__peer_retry(vol->peers[i]);
 	}
 	repl__changed(vol);

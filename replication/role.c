@@ -212,6 +212,7 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
 	vol->role = REPL_SECONDARY;
+	vol->handed_over = false;
 	plog(LOG_NOTICE, vol->name, "demoted to Secondary");
 	tell_peers(vol);
 	repl__changed(vol);
@@ -261,6 +262,26 @@ void repl_volume_peer_gone(struct repl_volume *vol, const char *node)
 
 	if (p && p->conn != PC_IDLE)
 		repl__peer_drop(p, "the node left the cluster");
+}
+
+void repl_volume_crossing_lost(struct repl_volume *vol, const char *node)
+{
+	struct peer *p = peer_named(vol, node);
+
+	if (!p || vol->role == REPL_PRIMARY)
+		return;
+	if (!p->took_primary) {
+		p->lost_crossing = true;	/* and nothing it sends from now on */
+		return;
+	}
+	/* Its writes may have overwritten, here, writes the other Primary
+	 * had acknowledged, and its generation is one nobody continues: no
+	 * bitmap or generation tells which regions to take back. */
+	plog(LOG_WARNING, vol->name, "%s was promoted at the same time as another replica "
+	     "and its claim came second: what this replica took from it was never "
+	     "acknowledged; starting over as a blank replica (a full resync from the "
+	     "Primary follows)", node);
+	repl__volume_start_over(vol, "re-deciding after a crossed promotion");
 }
 
 int repl_volume_peer_address(struct repl_volume *vol, const char *node, const char *host,

@@ -315,6 +315,10 @@ struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name)
 const char *repl_volume_name(const struct repl_volume *vol) { return vol->name; }
 uint64_t repl_volume_size(const struct repl_volume *vol) { return vol->size; }
 enum repl_role repl_volume_role(const struct repl_volume *vol) { return vol->role; }
+bool repl_volume_handed_over(const struct repl_volume *vol)
+{
+	return vol->role == REPL_PRIMARY && vol->handed_over;
+}
 unsigned repl_volume_clients(const struct repl_volume *vol) { return vol->clients; }
 
 void repl_volume_uuid(const struct repl_volume *vol, char out[37])
@@ -380,6 +384,7 @@ int repl__volume_make_blank(struct repl_volume *vol)
 	if (r == 0)
 		r = meta_bitmap_flush(vol->meta);
 	vol->role = REPL_SECONDARY;
+	vol->handed_over = false;
 	vol->disk_state = GEN_DISK_INCONSISTENT;
 	return r;
 }

@@ -82,6 +82,8 @@ static size_t samples(struct clmsg *out)
 	m.u.role.role = 0;
 	m.u.role.disk = 5;
 	out[n++] = m;
+	m.u.role.role = CLMSG_ROLE_HANDED_OVER;	/* Primary by a handover */
+	out[n++] = m;
 
 	m = (struct clmsg){ .type = CLMSG_SYNC_DONE };
 	m.u.sync_done.nodeid = 7;
@@ -282,12 +284,12 @@ static void test_other_rejects(void)
 	strcpy(m.u.outdate.volume, "x y");
 	check_refused(&m, "outdate bad volume");
 	m = s[6];
-	m.u.role.role = 2;
-	check_refused(&m, "role 2");
+	m.u.role.role = 3;
+	check_refused(&m, "role 3");
 	m = s[6];
 	m.u.role.disk = 6;
 	check_refused(&m, "disk 6");
-	m = s[8];
+	m = s[9];
 	m.u.sync_done.nodeid = 0;
 	check_refused(&m, "sync_done 0");
 	m.type = 0;
