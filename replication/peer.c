@@ -427,13 +427,23 @@ static void standalone(struct peer *p, uint32_t bye, const char *why)
 
 /* ---- the VOLUME exchange -------------------------------------------------------- */
 
-static void adopt_uuid(struct repl_volume *vol, const uint8_t *uuid)
+/* Other links compared (or are comparing) against the UUID we give up:
+ * they re-decide, so that three blank replicas meeting at once end with
+ * one UUID instead of two that each link agreed on separately. */
+static void adopt_uuid(struct peer *from, const uint8_t *uuid)
 {
+	struct repl_volume *vol = from->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 
 	memcpy(sb.uuid, uuid, sizeof(sb.uuid));
-	if (meta_update(vol->meta, &sb) == 0)
-		plog(LOG_INFO, vol->name, "joined the replica set of an existing volume");
+	if (meta_update(vol->meta, &sb) < 0)
+		return;
+	plog(LOG_INFO, vol->name, "joined the replica set of an existing volume");
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (vol->peers[i] != from && vol->peers[i]->conn != PC_IDLE &&
+		    vol->peers[i]->conn != PC_CONNECTING)
+			repl__peer_drop(vol->peers[i], "re-deciding: this replica took "
+					"another volume UUID");
 }
 
 /* A blank replica (never written, never connected) takes the UUID of the
@@ -447,7 +457,7 @@ static int check_uuid(struct peer *p, const struct wire_volume *v)
 	if (memcmp(sb->uuid, v->uuid, WIRE_UUID_LEN) == 0)
 		return 0;
 	if (blank && (!peer_blank || memcmp(v->uuid, sb->uuid, WIRE_UUID_LEN) < 0)) {
-		adopt_uuid(vol, v->uuid);
+		adopt_uuid(p, v->uuid);
 		return 0;
 	}
 	if (peer_blank && blank)

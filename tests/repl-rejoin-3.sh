@@ -1,6 +1,7 @@
 #!/bin/bash
 # tests/repl-rejoin-3.sh: three replicas, the two Secondaries crash one
-# after the other under load and come back.  a (Primary), b, c;
+# after the other under load and come back.  First the three blank
+# replicas, started together, must agree on one volume UUID.  a (Primary), b, c;
 # tests/ackcheck.py writes through a for 20 s; b is killed (SIGKILL) and
 # restarted, and while it rejoins c is killed and restarted too.  In the
 # end every replica must be UpToDate and see the others Connected with
@@ -22,6 +23,14 @@ for n in a b c; do
 done
 wait_status a 30 'all(p[n]["link"] == "Connected" and p[n]["out_of_sync_bytes"] == 0 for n in "bc")' ||
 	fail "a, b and c did not connect"
+for n in b c; do
+	wait_status "$n" 30 'all(x["link"] == "Connected" for x in p.values())' ||
+		fail "$n is not connected to both others"
+done
+# Three blank replicas that met at once agreed on one volume UUID (each
+# link deciding alone could leave two, which later refuse each other).
+uuids=$(for n in a b c; do status_value "$n" 'v["uuid"]'; done | sort -u | wc -l)
+[ "$uuids" = 1 ] || fail "the three blank replicas ended with $uuids volume UUIDs"
 promote a
 
 start_writer "$ACKLOG" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
