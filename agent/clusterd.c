@@ -448,49 +448,38 @@ static void crossed_claim(struct clusterd *cd, uint32_t from, const struct clmsg
 {
 	struct repl_volume *vol = repl_volume_find(cd->eng, r->volume);
 	const struct voldef *d = voldb_find(cd->db, r->volume);
+	const struct primary_rec *pr;
 
 	if (!vol || !d || d->deleted || from == cd->nodeid || !cd->synced ||
-	    repl_volume_role(vol) != REPL_PRIMARY || !def_has_node(d, r->node) ||
-	    primary_rec(cd, r->volume, cd->cfg->node))
+	    !def_has_node(d, r->node))
 		return;
-	log_warn("cluster: %s: %s was promoted too, and its claim came first: stepping down",
-		 r->volume, r->node);
-	drop_pending(cd, r->volume);
-	repl_volume_step_down(vol);
-}
-
-/* The same crossing seen from a replica that is neither Primary: the
- * claim that arrives while another member is recorded Primary is the one
- * that came second, and its sender is stepping down (crossed_claim() on
- * its side).  What this replica took from it was never acknowledged. */
-static void crossed_claim_seen(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
-{
-	struct repl_volume *vol = repl_volume_find(cd->eng, r->volume);
-	const struct voldef *d = voldb_find(cd->db, r->volume);
-
-	if (!vol || !d || d->deleted || from == cd->nodeid || !cd->synced ||
-	    repl_volume_role(vol) == REPL_PRIMARY || !def_has_node(d, r->node))
+	if (repl_volume_role(vol) == REPL_PRIMARY) {
+		if (primary_rec(cd, r->volume, cd->cfg->node))
+			return;		/* ours came first: the sender steps down */
+		log_warn("cluster: %s: %s was promoted too, and its claim came first: "
+			 "stepping down", r->volume, r->node);
+		drop_pending(cd, r->volume);
+		repl_volume_step_down(vol);
 		return;
-	for (size_t i = 0; i < cd->n_primaries; i++) {
-		const struct primary_rec *pr = &cd->primaries[i];
-		if (strcmp(pr->volume, r->volume) == 0 && pr->nodeid != from &&
-		    clusterd__is_member(cd, pr->nodeid)) {
-			log_warn("cluster: %s: %s and %s were promoted at the same time; %s's "
-				 "claim came first", r->volume, pr->node, r->node, pr->node);
-			repl_volume_crossing_lost(vol, r->node);
-			return;
-		}
 	}
+	/* Seen from a replica that is neither Primary: this claim arrives
+	 * while another member is recorded Primary, so it came second and its
+	 * sender is stepping down.  What we took from it was never
+	 * acknowledged. */
+	pr = clusterd__primary_of(cd, r->volume);
+	if (!pr || !clusterd__is_member(cd, pr->nodeid))
+		return;
+	log_warn("cluster: %s: %s and %s were promoted at the same time; %s's claim came first",
+		 r->volume, pr->node, r->node, pr->node);
+	repl_volume_crossing_lost(vol, r->node);
 }
 
 static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role *r)
 {
 	/* A handover's claim may be ordered before the old Primary's
 	 * demotion: never a crossing. */
-	if (r->role == CLMSG_ROLE_PRIMARY && !primary_rec(cd, r->volume, r->node)) {
+	if (r->role == CLMSG_ROLE_PRIMARY && !primary_rec(cd, r->volume, r->node))
 		crossed_claim(cd, from, r);
-		crossed_claim_seen(cd, from, r);
-	}
 	set_primary(cd, r->volume, r->node, from, r->role != CLMSG_ROLE_SECONDARY);
 }
 

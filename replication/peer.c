@@ -664,6 +664,18 @@ static bool range_ok(const struct repl_volume *vol, uint64_t off, uint64_t len)
 	return len && off <= vol->size && len <= vol->size - off && len <= UINT32_MAX;
 }
 
+/* A write from a Primary: refused (the link goes) from one that lost a
+ * crossing, otherwise noted as taken from it. */
+static bool take_from_primary(struct peer *p)
+{
+	if (p->lost_crossing) {
+		repl__peer_drop(p, LOST_CROSSING);
+		return false;
+	}
+	p->took_primary = true;
+	return true;
+}
+
 /* Data frames keep their payload buffer: data points into it. */
 static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
 {
@@ -678,12 +690,10 @@ static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
 		repl__rs_on_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
 		return;
 	}
-	if (p->lost_crossing) {
+	if (!take_from_primary(p)) {
 		free(payload);
-		repl__peer_drop(p, LOST_CROSSING);
 		return;
 	}
-	p->took_primary = true;
 	repl__rep_apply(p, m->seq, REPL_IO_WRITE, io_flags(w->flags), w->offset, w->len,
 			(void *)w->data, payload);
 }
@@ -700,11 +710,8 @@ static void on_range(struct peer *p, const struct wire_msg *m)
 		repl__rs_on_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
 		return;
 	}
-	if (p->lost_crossing) {
-		repl__peer_drop(p, LOST_CROSSING);
+	if (!take_from_primary(p))
 		return;
-	}
-	p->took_primary = true;
 	repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags), r->offset,
 			(uint32_t)r->len, NULL, NULL);
 }

@@ -129,7 +129,7 @@ struct repl_volume {
 	struct window *window;		/* Secondary: NBD clients allowed */
 	bool auto_promote;
 	bool auto_promoted;		/* demote after the last client */
-	bool handed_over;		/* Primary by a HANDOVER (window.c) */
+	bool handed_over;		/* while Primary: by a HANDOVER (window.c) */
 	void *auto_demote_timer;
 	int handover_to;		/* Primary: peer slot it hands over to, or -1 */
 	uint64_t handover_seq;		/* the TAKEOVER being answered */
@@ -180,6 +180,10 @@ void repl__volume_disconnect(struct repl_volume *vol);
 void repl__volume_quiesce(struct repl_volume *vol);
 void repl__volume_free(struct repl_volume *vol);
 int repl__volume_make_blank(struct repl_volume *vol);
+/* repl_volume_promote(), saying whether the role came by a live
+ * migration's HANDOVER (the cluster's claim says so). */
+int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, char *why,
+			 size_t len);
 /* A Secondary (or a Primary that stepped down, already Secondary) whose
  * data cannot be trusted to agree with the Primary's: its window and
  * clients go, it becomes a blank replica, and every link re-decides (why

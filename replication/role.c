@@ -158,6 +158,12 @@ int repl_volume_can_promote(const struct repl_volume *vol, char *why, size_t len
 
 int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t len)
 {
+	return repl__volume_promote(vol, force, false, why, len);
+}
+
+int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, char *why,
+			 size_t len)
+{
 	struct meta_super sb = *meta_get(vol->meta);
 	int r;
 
@@ -181,6 +187,7 @@ int repl_volume_promote(struct repl_volume *vol, bool force, char *why, size_t l
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
 	vol->role = REPL_PRIMARY;
+	vol->handed_over = handed_over;
 	vol->disk_state = GEN_DISK_UPTODATE;
 	plog(LOG_NOTICE, vol->name, "promoted to Primary%s", force ? " (forced)" : "");
 	repl__rep_intent_start(vol);
@@ -212,7 +219,6 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
 	vol->role = REPL_SECONDARY;
-	vol->handed_over = false;
 	plog(LOG_NOTICE, vol->name, "demoted to Secondary");
 	tell_peers(vol);
 	repl__changed(vol);

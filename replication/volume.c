@@ -384,7 +384,6 @@ int repl__volume_make_blank(struct repl_volume *vol)
 	if (r == 0)
 		r = meta_bitmap_flush(vol->meta);
 	vol->role = REPL_SECONDARY;
-	vol->handed_over = false;
 	vol->disk_state = GEN_DISK_INCONSISTENT;
 	return r;
 }

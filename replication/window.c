@@ -293,10 +293,8 @@ static void take_role(struct repl_volume *vol, struct peer *p, const struct wire
 			plog(LOG_ERR, vol->name, "cannot record the generation of %s", p->node);
 	}
 	vol->seq = MAX(vol->seq, h->seq);
-	vol->handed_over = true;	/* before promote() tells the cluster */
-	r = repl_volume_promote(vol, false, why, sizeof(why));
+	r = repl__volume_promote(vol, false, true, why, sizeof(why));
 	if (r < 0) {
-		vol->handed_over = false;
 		plog(LOG_ERR, vol->name, "%s handed the Primary role over, but it cannot be "
 		     "taken here: %s", p->node, why);
 		w->held_head = held;
@@ -522,7 +520,6 @@ static void handover_finish(void *arg)
 	}
 	vol->role = REPL_SECONDARY;
 	vol->auto_promoted = false;
-	vol->handed_over = false;
 	vol->handover_to = -1;
 	repl__peers_tell_state(vol);	/* before the answer: the asker sees us Secondary */
 	send_handover(p, vol->handover_seq, 0);
