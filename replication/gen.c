@@ -345,6 +345,18 @@ int gen_on_disconnect_primary(struct gen_side *s, uint64_t new_id)
 	return 0;
 }
 
+int gen_on_primary_moved(struct gen_side *s, uint64_t primary_current)
+{
+	if (!primary_current)
+		return -EINVAL;
+	if (s->current == primary_current)
+		return 0;
+	if (s->current)
+		push_history(s, s->current);
+	s->current = primary_current;
+	return 0;
+}
+
 int gen_on_sync_source_start(struct gen_side *s, uint64_t new_id, uint64_t *sync_id)
 {
 	if (!gen_disk_consistent(s->disk_state) || !s->current)

@@ -763,11 +763,16 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		repl__peer_drop(p, "the peer is Primary too");
 		return;
 	}
-	/* Two Secondaries that differed are equal now (one resynced). */
+	/* Two Secondaries that differed are equal now (one resynced).  The
+	 * peer must learn it too (our STATE), or its side of the link stays
+	 * suppressed: promoted later, it would send us writes, and as our
+	 * Primary's Secondary it would not follow its generations (issue 12,
+	 * item 10: a false split brain later). */
 	if (p->suppressed && s->disk == GEN_DISK_UPTODATE && vol->disk_state == GEN_DISK_UPTODATE &&
 	    s->current == sb.gen_current) {
 		p->suppressed = false;
 		p->reason[0] = '\0';
+		send_state(p, NULL);
 	}
 	/* A Primary we are in sync with moved its generation: follow it. */
 	if (s->role == REPL_PRIMARY && p->lost_crossing && s->current != sb.gen_current) {
@@ -776,11 +781,11 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	}
 	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
-		if (sb.gen_current) {
-			sb.gen_history[1] = sb.gen_history[0];
-			sb.gen_history[0] = sb.gen_current;
-		}
-		sb.gen_current = s->current;
+		struct gen_side g;
+
+		repl__peer_gen_side(vol, -1, &g);
+		if (gen_on_primary_moved(&g, s->current) == 0)
+			repl__gen_store(&sb, -1, &g);
 		sb.gen_bitmap = 0;
 		p->took_primary = true;
 	}
