@@ -664,10 +664,33 @@ static bool range_ok(const struct repl_volume *vol, uint64_t off, uint64_t len)
 	return len && off <= vol->size && len <= vol->size - off && len <= UINT32_MAX;
 }
 
-/* A write from a Primary: refused (the link goes) from one that lost a
- * crossing, otherwise noted as taken from it. */
-static bool take_from_primary(struct peer *p)
+/* Is p the Primary this replica follows: it says it is Primary, and the
+ * link to it carries its writes (in sync, or a resync from it), not the
+ * state-only link of two Secondaries that differ? */
+static bool following(const struct peer *p)
 {
+	return p->peer_role == REPL_PRIMARY && !p->suppressed &&
+	       (p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_TARGET);
+}
+
+/* A write (WRITE, TRIM, ZERO) is taken only from the Primary we follow: a
+ * Secondary's would put data here that no Primary acknowledged and no
+ * generation records.  (In a migration window the destination writes
+ * only once it is Primary, and says so, in a STATE, before its first
+ * write.)  Refused, the link goes; from one that lost a crossing too;
+ * otherwise noted as taken from it. */
+static bool take_from_primary(struct peer *p, uint16_t type)
+{
+	char why[192];
+
+	if (!following(p)) {
+		snprintf(why, sizeof(why), "%s from a peer that is not the Primary this "
+			 "replica follows (it is %s%s): refused, nothing applied",
+			 wire_type_name(type), p->peer_role == REPL_PRIMARY ? "Primary" : "Secondary",
+			 p->suppressed ? ", on a link between differing Secondaries" : "");
+		repl__peer_drop(p, why);
+		return false;
+	}
 	if (p->lost_crossing) {
 		repl__peer_drop(p, LOST_CROSSING);
 		return false;
@@ -690,7 +713,7 @@ static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
 		repl__rs_on_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
 		return;
 	}
-	if (!take_from_primary(p)) {
+	if (!take_from_primary(p, m->type)) {
 		free(payload);
 		return;
 	}
@@ -710,7 +733,7 @@ static void on_range(struct peer *p, const struct wire_msg *m)
 		repl__rs_on_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
 		return;
 	}
-	if (!take_from_primary(p))
+	if (!take_from_primary(p, m->type))
 		return;
 	repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags), r->offset,
 			(uint32_t)r->len, NULL, NULL);

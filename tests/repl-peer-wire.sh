@@ -1,0 +1,50 @@
+#!/bin/bash
+# tests/repl-peer-wire.sh: what a replica accepts from an authenticated
+# peer (issue 12, item 6).  tests/replwire.py speaks for replica a
+# with the cluster key:
+#   1. b alone (UpToDate, Secondary); a connects in sync and says it is
+#      Primary: its WRITE is acknowledged and lands in b's backing (the
+#      fake peer works); then it says it is Secondary and sends a WRITE:
+#      b must drop the link, say why in its log, and not apply it.
+# shellcheck source=tests/functions.sh
+. "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
+
+requires timeout
+requires_replagentd
+requires_replagent
+
+MiB=$((1 << 20))
+
+# fake SCENARIO TARGET [ARGS...]: replwire.py as replica a towards TARGET.
+fake() {
+	local sc=$1 target=$2
+	shift 2
+	"$PYTHON" "$TESTS_SRCDIR/replwire.py" --key "$CLUSTER_KEY" --node a \
+		--volume "$CLUSTER_VOL" --wait 15 "$@" "${NODE_ADDR[$target]}" "$sc"
+}
+
+# has_data NODE OFFSET: NODE's backing holds replwire's write at OFFSET.
+has_data() {
+	"$PYTHON" -c 'import sys
+with open(sys.argv[1], "rb") as f:
+    f.seek(int(sys.argv[2]))
+    sys.exit(0 if f.read(17) == b"REPLWIRE-SECWRITE" else 1)' "${NODE_BACKING[$1]}" "$2"
+}
+
+log "==== 1. writes from a peer that is not Primary"
+cluster_config -t 5 a b
+start_node b
+promote b --force
+ra_cli b demote "$CLUSTER_VOL" || fail "demote b refused"
+wait_status b 5 'v["role"] == "Secondary" and v["disk"] == "UpToDate"' ||
+	fail "b is not an UpToDate Secondary"
+fake primwrite b --offset "$MiB" || fail "b did not take a write from a Primary peer"
+has_data b "$MiB" || fail "the Primary peer's write is not in b's backing"
+fake secwrite b --offset $((2 * MiB)) ||
+	fail "b acknowledged a write from a peer that says it is Secondary"
+has_data b $((2 * MiB)) && fail "a Secondary peer's write landed in b's backing"
+wait_log b 5 'peer a: .*not the Primary' || fail "b does not log why it dropped the link"
+log "b: $(grep -h -E 'peer a: .*not the Primary' "$(daemon_log b)" | sed 's/^.*\] //')"
+stop_node b
+
+log "PASS"
