@@ -302,8 +302,10 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 	return link_send(p->l, &m, data, len, data);
 }
 
-/* Our state, and (notice) that another replica is now Outdated. */
-static int send_state(struct peer *p, const struct peer *outdated)
+/* Our state; and (notice) that another replica is now Outdated, or
+ * (confirm) that we recorded the notice with that token. */
+static int send_state_token(struct peer *p, const struct peer *outdated, bool confirm,
+			    uint64_t token)
 {
 	struct repl_volume *vol = p->vol;
 	struct wire_msg m = { .type = WIRE_STATE };
@@ -315,12 +317,24 @@ static int send_state(struct peer *p, const struct peer *outdated)
 		m.u.state.outdate_notice = true;
 		m.u.state.outdated_node = node_id_of(vol, outdated->node);
 	}
+	m.u.state.confirm = confirm;
+	m.u.state.token = outdated || confirm ? token : 0;
 	return send_msg(p, &m);
+}
+
+static int send_state(struct peer *p, const struct peer *outdated)
+{
+	return send_state_token(p, outdated, false, 0);
 }
 
 int repl__peer_send_state(struct peer *p, const struct peer *outdated)
 {
 	return send_state(p, outdated);
+}
+
+int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_t token)
+{
+	return send_state_token(p, outdated, false, token);
 }
 
 static void fill_volume(struct peer *p, struct wire_volume *v)
@@ -829,12 +843,14 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
 		     o ? o->node : "this node");
-		send_state(p, NULL);	/* the confirmation the Primary waits for */
+		/* The confirmation the Primary waits for: of this notice, by
+		 * its token, now that it is recorded. */
+		send_state_token(p, NULL, true, s->token);
 		/* Tell the outdated replica itself, if we can reach it. */
 		if (o && o != p && repl__peer_up(o))
 			send_state(o, o);
-	} else if (vol->role == REPL_PRIMARY) {
-		repl__rep_peer_state(p);
+	} else if (s->confirm && vol->role == REPL_PRIMARY) {
+		repl__rep_outdate_confirmed(p, s->token);
 	}
 }
 

@@ -51,6 +51,7 @@ import sys
 import time
 
 WIRE_MAGIC = 0x52504C57
+WIRE_VERSION = 2
 HELLO = 1
 WRITE = 6
 HDR_LEN = 32
@@ -83,7 +84,7 @@ def crc32c(data):
     return c ^ 0xFFFFFFFF
 
 
-def header(ftype, length, payload=b"", version=1, seq=1, break_crc=False):
+def header(ftype, length, payload=b"", version=WIRE_VERSION, seq=1, break_crc=False):
     h = struct.pack(">IHHIIQI", WIRE_MAGIC, version, ftype, length, 0, seq, crc32c(payload))
     hc = crc32c(h)
     if break_crc:
@@ -91,7 +92,7 @@ def header(ftype, length, payload=b"", version=1, seq=1, break_crc=False):
     return h + struct.pack(">I", hc)
 
 
-def hello_payload(node, resource, version=1):
+def hello_payload(node, resource, version=WIRE_VERSION):
     # proto_min, proto_max, features, initiator, node[64], resource[64]
     p = struct.pack(">HHIB", version, version, 0, 1) + b"\0" * 7
     p += node.encode().ljust(64, b"\0") + resource.encode().ljust(64, b"\0")
@@ -108,7 +109,8 @@ class Peer:
         self.buf = b""
 
     def send(self, ftype, payload=b"", seq=0):
-        self.s.sendall(header(ftype, len(payload), payload, version=self.version or 1,
+        self.s.sendall(header(ftype, len(payload), payload,
+                              version=self.version or WIRE_VERSION,
                               seq=seq) + payload)
 
     def recv(self, timeout=10):
