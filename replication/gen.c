@@ -285,8 +285,14 @@ static bool id_fresh(const struct gen_side *s, uint64_t id)
 	return id && id != s->current && id != s->bitmap && !in_history(id, s);
 }
 
+/* An id already in the history is not pushed again: a duplicate would
+ * push out an older ancestor that a replica away since then still holds
+ * as its current (a resync ends by pushing the bitmap generation, which
+ * a promotion may have put there already). */
 static void push_history(struct gen_side *s, uint64_t id)
 {
+	if (in_history(id, s))
+		return;
 	memmove(&s->history[1], &s->history[0], sizeof(s->history) - sizeof(s->history[0]));
 	s->history[0] = id;
 }
