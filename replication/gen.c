@@ -285,8 +285,14 @@ static bool id_fresh(const struct gen_side *s, uint64_t id)
 	return id && id != s->current && id != s->bitmap && !in_history(id, s);
 }
 
+/* An id already in the history is not pushed again: a duplicate would
+ * push out an older ancestor that a replica away since then still holds
+ * as its current (a resync ends by pushing the bitmap generation, which
+ * a promotion may have put there already). */
 static void push_history(struct gen_side *s, uint64_t id)
 {
+	if (in_history(id, s))
+		return;
 	memmove(&s->history[1], &s->history[0], sizeof(s->history) - sizeof(s->history[0]));
 	s->history[0] = id;
 }
@@ -342,6 +348,18 @@ int gen_on_disconnect_primary(struct gen_side *s, uint64_t new_id)
 	if (!id_fresh(s, new_id))
 		return -EINVAL;
 	rotate_current(s, new_id);
+	return 0;
+}
+
+int gen_on_primary_moved(struct gen_side *s, uint64_t primary_current)
+{
+	if (!primary_current)
+		return -EINVAL;
+	if (s->current == primary_current)
+		return 0;
+	if (s->current)
+		push_history(s, s->current);
+	s->current = primary_current;
 	return 0;
 }
 

@@ -117,6 +117,14 @@ int gen_on_promote_disconnected(struct gen_side *s, uint64_t new_id);
  * bitmap is already set, to the history) and a new current starts.  No-op
  * on a Secondary. */
 int gen_on_disconnect_primary(struct gen_side *s, uint64_t new_id);
+/* A connected, in-sync Secondary hears that its Primary started a new
+ * current generation (a promotion with a replica away, a lost peer
+ * recorded Outdated): it holds the same data, so it takes the same
+ * current, the old one going to the history.  Every such change must be
+ * followed, or a later comparison with a replica that did follow finds
+ * two histories and says split brain where nothing diverged.  No-op when
+ * already equal; -EINVAL for 0.  The bitmap is left alone. */
+int gen_on_primary_moved(struct gen_side *s, uint64_t primary_current);
 /* Resync start.  The source makes sure it has a bitmap generation (new_id
  * if it had none) and sends it as *sync_id; the target adopts it as its
  * current and becomes Inconsistent, so an interrupted resync resumes as a

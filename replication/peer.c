@@ -302,8 +302,10 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 	return link_send(p->l, &m, data, len, data);
 }
 
-/* Our state, and (notice) that another replica is now Outdated. */
-static int send_state(struct peer *p, const struct peer *outdated)
+/* Our state; and (notice) that another replica is now Outdated, or
+ * (confirm) that we recorded the notice with that token. */
+static int send_state_token(struct peer *p, const struct peer *outdated, bool confirm,
+			    uint64_t token)
 {
 	struct repl_volume *vol = p->vol;
 	struct wire_msg m = { .type = WIRE_STATE };
@@ -315,12 +317,24 @@ static int send_state(struct peer *p, const struct peer *outdated)
 		m.u.state.outdate_notice = true;
 		m.u.state.outdated_node = node_id_of(vol, outdated->node);
 	}
+	m.u.state.confirm = confirm;
+	m.u.state.token = outdated || confirm ? token : 0;
 	return send_msg(p, &m);
+}
+
+static int send_state(struct peer *p, const struct peer *outdated)
+{
+	return send_state_token(p, outdated, false, 0);
 }
 
 int repl__peer_send_state(struct peer *p, const struct peer *outdated)
 {
 	return send_state(p, outdated);
+}
+
+int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_t token)
+{
+	return send_state_token(p, outdated, false, token);
 }
 
 static void fill_volume(struct peer *p, struct wire_volume *v)
@@ -664,10 +678,33 @@ static bool range_ok(const struct repl_volume *vol, uint64_t off, uint64_t len)
 	return len && off <= vol->size && len <= vol->size - off && len <= UINT32_MAX;
 }
 
-/* A write from a Primary: refused (the link goes) from one that lost a
- * crossing, otherwise noted as taken from it. */
-static bool take_from_primary(struct peer *p)
+/* Is p the Primary this replica follows: it says it is Primary, and the
+ * link to it carries its writes (in sync, or a resync from it), not the
+ * state-only link of two Secondaries that differ? */
+static bool following(const struct peer *p)
 {
+	return p->peer_role == REPL_PRIMARY && !p->suppressed &&
+	       (p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_TARGET);
+}
+
+/* A write (WRITE, TRIM, ZERO) is taken only from the Primary we follow: a
+ * Secondary's would put data here that no Primary acknowledged and no
+ * generation records.  (In a migration window the destination writes
+ * only once it is Primary, and says so, in a STATE, before its first
+ * write.)  Refused, the link goes; from one that lost a crossing too;
+ * otherwise noted as taken from it. */
+static bool take_from_primary(struct peer *p, uint16_t type)
+{
+	char why[192];
+
+	if (!following(p)) {
+		snprintf(why, sizeof(why), "%s from a peer that is not the Primary this "
+			 "replica follows (it is %s%s): refused, nothing applied",
+			 wire_type_name(type), p->peer_role == REPL_PRIMARY ? "Primary" : "Secondary",
+			 p->suppressed ? ", on a link between differing Secondaries" : "");
+		repl__peer_drop(p, why);
+		return false;
+	}
 	if (p->lost_crossing) {
 		repl__peer_drop(p, LOST_CROSSING);
 		return false;
@@ -690,7 +727,7 @@ static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
 		repl__rs_on_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
 		return;
 	}
-	if (!take_from_primary(p)) {
+	if (!take_from_primary(p, m->type)) {
 		free(payload);
 		return;
 	}
@@ -710,7 +747,7 @@ static void on_range(struct peer *p, const struct wire_msg *m)
 		repl__rs_on_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
 		return;
 	}
-	if (!take_from_primary(p))
+	if (!take_from_primary(p, m->type))
 		return;
 	repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags), r->offset,
 			(uint32_t)r->len, NULL, NULL);
@@ -763,11 +800,16 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		repl__peer_drop(p, "the peer is Primary too");
 		return;
 	}
-	/* Two Secondaries that differed are equal now (one resynced). */
+	/* Two Secondaries that differed are equal now (one resynced).  The
+	 * peer must learn it too (our STATE), or its side of the link stays
+	 * suppressed: promoted later, it would send us writes, and as our
+	 * Primary's Secondary it would not follow its generations (issue 12,
+	 * item 10: a false split brain later). */
 	if (p->suppressed && s->disk == GEN_DISK_UPTODATE && vol->disk_state == GEN_DISK_UPTODATE &&
 	    s->current == sb.gen_current) {
 		p->suppressed = false;
 		p->reason[0] = '\0';
+		send_state(p, NULL);
 	}
 	/* A Primary we are in sync with moved its generation: follow it. */
 	if (s->role == REPL_PRIMARY && p->lost_crossing && s->current != sb.gen_current) {
@@ -776,11 +818,11 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	}
 	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
-		if (sb.gen_current) {
-			sb.gen_history[1] = sb.gen_history[0];
-			sb.gen_history[0] = sb.gen_current;
-		}
-		sb.gen_current = s->current;
+		struct gen_side g;
+
+		repl__peer_gen_side(vol, -1, &g);
+		if (gen_on_primary_moved(&g, s->current) == 0)
+			repl__gen_store(&sb, -1, &g);
 		sb.gen_bitmap = 0;
 		p->took_primary = true;
 	}
@@ -801,12 +843,14 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
 		     o ? o->node : "this node");
-		send_state(p, NULL);	/* the confirmation the Primary waits for */
+		/* The confirmation the Primary waits for: of this notice, by
+		 * its token, now that it is recorded. */
+		send_state_token(p, NULL, true, s->token);
 		/* Tell the outdated replica itself, if we can reach it. */
 		if (o && o != p && repl__peer_up(o))
 			send_state(o, o);
-	} else if (vol->role == REPL_PRIMARY) {
-		repl__rep_peer_state(p);
+	} else if (s->confirm && vol->role == REPL_PRIMARY) {
+		repl__rep_outdate_confirmed(p, s->token);
 	}
 }
 

@@ -48,6 +48,11 @@ struct peer {
 	/* The cluster says it lost a crossing and is stepping down: until it
 	 * says it is Secondary, none of its writes or generations is taken. */
 	bool lost_crossing;
+	/* Outdate notices sent on this link and not yet confirmed (each
+	 * counts in vol->freeze), and the token of the last: its
+	 * confirmation covers the earlier ones (frames keep their order). */
+	unsigned outdate_waits;
+	uint64_t outdate_wait_token;
 	/* writes sent and not acknowledged, oldest first */
 	struct vwrite *unacked_head, *unacked_tail;
 	unsigned unacked;
@@ -93,6 +98,8 @@ int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
 /* Our role, disk and generation; with outdated, a notice that it is now
  * Outdated (the receiver records it and confirms with a STATE). */
 int repl__peer_send_state(struct peer *p, const struct peer *outdated);
+/* The notice with its token: the receiver's confirmation echoes it. */
+int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_t token);
 /* RS_DATA (data is freed once sent) or RS_ZERO (data NULL). */
 int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 			    void *data, bool zero);
@@ -115,7 +122,8 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result);
 /* data points into mem (freed when applied), or both NULL. */
 void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
-void repl__rep_peer_state(struct peer *p);
+/* A STATE from p confirmed our outdate notice token. */
+void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
 /* replicate.c: called by volume.c */
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
 /* Shutting down: a peer lost now is not outdated; held writes go. */

@@ -422,6 +422,14 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 
 /* ---- losing a peer -------------------------------------------------------- */
 
+/* No confirmation is awaited any more; one that comes late is ignored. */
+static void freeze_clear(struct repl_volume *vol)
+{
+	vol->freeze = 0;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		vol->peers[i]->outdate_waits = 0;
+}
+
 static void freeze_timeout(void *arg)
 {
 	struct repl_volume *vol = arg;
@@ -432,7 +440,7 @@ static void freeze_timeout(void *arg)
 	plog(LOG_WARNING, vol->name, "other replicas did not confirm the outdate "
 	     "within %u ms: continuing on the local record alone",
 	     vol->outdate_timeout_ms);
-	vol->freeze = 0;
+	freeze_clear(vol);
 	thaw(vol);
 }
 
@@ -463,14 +471,20 @@ static void outdate_peer(struct peer *p)
 		for (unsigned i = 0; i < vol->n_peers; i++) {
 			struct peer *o = vol->peers[i];
 			if (o != p && repl__peer_up(o))
-				repl__peer_send_state(o, p);
+				repl__peer_send_outdate(o, p, vol->outdate_token);
 		}
 		return;
 	}
+	/* Each notice has its token; only its confirmation counts (any
+	 * other STATE of the peer says nothing about this record). */
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *o = vol->peers[i];
-		if (o != p && repl__peer_up(o) && repl__peer_send_state(o, p) == 0)
-			vol->freeze++;
+		if (o == p || !repl__peer_up(o) ||
+		    repl__peer_send_outdate(o, p, ++vol->outdate_token) < 0)
+			continue;
+		vol->freeze++;
+		o->outdate_waits++;
+		o->outdate_wait_token = vol->outdate_token;
 	}
 	if (vol->freeze && !vol->freeze_timer)
 		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
@@ -486,7 +500,7 @@ void repl__rep_close(struct repl_volume *vol)
 	vol->closing = true;
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	repl__timer_del(vol->eng, &vol->intent_timer);
-	vol->freeze = 0;
+	freeze_clear(vol);
 	fail_frozen(vol, -ESHUTDOWN);
 }
 
@@ -500,14 +514,19 @@ void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
 		thaw(vol);
 }
 
-/* A STATE from a peer confirmed (or brought) our view of the others. */
-void repl__rep_peer_state(struct peer *p)
+/* p confirmed the notice with this token: it, and the notices sent to p
+ * before it (p handles them in order), are recorded there. */
+void repl__rep_outdate_confirmed(struct peer *p, uint64_t token)
 {
 	struct repl_volume *vol = p->vol;
 
 	if (vol->eng->hooks.outdate)
 		return;		/* the group confirms, not the peers */
-	if (vol->freeze && --vol->freeze == 0) {
+	if (!p->outdate_waits || token != p->outdate_wait_token)
+		return;		/* not the last notice we sent it: wait for that one */
+	vol->freeze -= MIN(vol->freeze, p->outdate_waits);
+	p->outdate_waits = 0;
+	if (vol->freeze == 0) {
 		repl__timer_del(vol->eng, &vol->freeze_timer);
 		thaw(vol);
 	}
@@ -520,6 +539,9 @@ void repl__rep_peer_down(struct peer *p)
 	struct vwrite *w;
 
 	repl__rs_stop(p);
+	/* Its confirmations cannot come any more (a new link confirms only
+	 * its own notices): what it owed stays held until the timeout. */
+	p->outdate_waits = 0;
 	/* The record comes first: no write may complete before it. */
 	if (vol->role == REPL_PRIMARY && was_in_sync && !vol->closing)
 		outdate_peer(p);
@@ -769,7 +791,7 @@ void repl_volume_step_down(struct repl_volume *vol)
 		     nw, nf, nh, nl);
 	}
 	repl__timer_del(vol->eng, &vol->freeze_timer);
-	vol->freeze = 0;
+	freeze_clear(vol);
 	fail_frozen(vol, -ESHUTDOWN);
 	/* Nothing this replica wrote since the cut was acknowledged, and
 	 * writes in flight at the cut may be on this disk alone: it starts

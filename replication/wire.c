@@ -22,8 +22,9 @@
  *   TRIM, ZERO  24  0 u64 offset   8 u64 len   16 u32 flags   20 res[4]
  *   RS_REQUEST  16  0 u64 offset   8 u32 len   12 res[4]
  *   RS_ZERO     16  same as RS_REQUEST
- *   STATE       16  0 u8 role   1 u8 disk   2 u8 flags (bit 0: outdate
- *                   notice)   3 res   4 u32 outdated_node   8 u64 current
+ *   STATE       24  0 u8 role   1 u8 disk   2 u8 flags (bit 0: outdate
+ *                   notice, bit 1: confirmation; not both)   3 res
+ *                   4 u32 outdated_node   8 u64 current   16 u64 token
  *   BYE          8  0 u32 reason   4 res[4]
  */
 #include "config.h"
@@ -222,6 +223,10 @@ static int check_state(const struct wire_msg *m)
 		return -EINVAL;
 	if (!s->outdate_notice && s->outdated_node)
 		return -EINVAL;
+	if (s->outdate_notice && s->confirm)
+		return -EINVAL;
+	if (!s->outdate_notice && !s->confirm && s->token)
+		return -EINVAL;
 	return 0;
 }
 
@@ -351,10 +356,11 @@ static void enc_state(const struct wire_msg *m, uint8_t *p)
 {
 	p[0] = m->u.state.role;
 	p[1] = m->u.state.disk;
-	p[2] = m->u.state.outdate_notice;
+	p[2] = (uint8_t)(m->u.state.outdate_notice | (m->u.state.confirm << 1));
 	p[3] = 0;
 	put32(p + 4, m->u.state.outdated_node);
 	put64(p + 8, m->u.state.current);
+	put64(p + 16, m->u.state.token);
 }
 
 static void enc_size(const struct wire_msg *m, uint8_t *p)
@@ -482,10 +488,13 @@ static int dec_state(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	(void)len;
 	m->u.state.role = p[0];
 	m->u.state.disk = p[1];
-	if (get_bool(&m->u.state.outdate_notice, p[2]) || p[3])
+	if (p[2] > 3 || p[3])
 		return -EPROTO;
+	m->u.state.outdate_notice = p[2] & 1;
+	m->u.state.confirm = p[2] & 2;
 	m->u.state.outdated_node = get32(p + 4);
 	m->u.state.current = get64(p + 8);
+	m->u.state.token = get64(p + 16);
 	return 0;
 }
 
@@ -556,7 +565,7 @@ static const struct type_info types[WIRE_TYPE_COUNT] = {
 	T(WIRE_RS_REQUEST, "RS_REQUEST", 16, false, check_range, enc_rs_range, dec_rs_range),
 	T(WIRE_RS_DATA, "RS_DATA", WIRE_DATA_FIXED, true, check_write, enc_write, dec_write),
 	T(WIRE_RS_ZERO, "RS_ZERO", 16, false, check_range, enc_rs_range, dec_rs_range),
-	T(WIRE_STATE, "STATE", 16, false, check_state, enc_state, dec_state),
+	T(WIRE_STATE, "STATE", 24, false, check_state, enc_state, dec_state),
 	T(WIRE_PING, "PING", 0, false, check_none, NULL, dec_none),
 	T(WIRE_PING_ACK, "PING_ACK", 0, false, check_none, NULL, dec_none),
 	T(WIRE_BYE, "BYE", 8, false, check_bye, enc_bye, dec_bye),

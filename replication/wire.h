@@ -7,7 +7,7 @@
  *
  *   offset size field
  *      0    4  magic        0x52504c57 ("RPLW")
- *      4    2  version      WIRE_VERSION (1)
+ *      4    2  version      WIRE_VERSION (2)
  *      6    2  type         enum wire_type
  *      8    4  length       payload bytes, within the type's [min, max]
  *     12    4  flags        none defined yet: must be 0
@@ -33,7 +33,9 @@
 #include <sys/types.h>
 
 #define WIRE_MAGIC 0x52504c57u
-#define WIRE_VERSION 1
+/* 2: STATE carries a token that ties an outdate confirmation to its
+ * notice.  A peer of another version is refused at its first frame. */
+#define WIRE_VERSION 2
 #define WIRE_HDR_LEN 32
 #define WIRE_DATA_MAX (4u << 20)	/* data bytes in WRITE / RS_DATA */
 #define WIRE_DATA_FIXED 16		/* their fixed part before the data */
@@ -171,12 +173,17 @@ struct wire_handover {
 	uint64_t current;
 };
 
+/* A Primary that lost a peer sends each other replica a notice (with a
+ * token of its own) and holds acknowledgements until each confirms that
+ * very notice (confirm, the same token): no other STATE releases them. */
 struct wire_state {
 	uint8_t role;			/* 0 Secondary, 1 Primary */
 	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
 	bool outdate_notice;		/* "node outdated_node is Outdated" */
+	bool confirm;			/* "I recorded your notice token" */
 	uint32_t outdated_node;		/* 0 unless outdate_notice */
 	uint64_t current;		/* sender's current generation */
+	uint64_t token;			/* 0 unless outdate_notice or confirm */
 };
 
 struct wire_msg {

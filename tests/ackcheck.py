@@ -4,7 +4,7 @@
     ackcheck.py write (--unix PATH | --tcp HOST:PORT) [--export NAME]
                 --log FILE [--duration S] [--inflight N] [--flush-every N]
                 [--span BYTES] [--base BYTES] [--rate N] [--structured]
-                [--stall-timeout S] [--max-gap S] [--sequential]
+                [--stall-timeout S] [--max-gap S] [--sequential] [--fua]
                 (SIGTERM or SIGINT: stop writing, wait for what is in
                 flight, end as after --duration)
     ackcheck.py check --log FILE (--file PATH | --unix PATH | --tcp H:P)
@@ -24,6 +24,8 @@ record:
    32  .. filler derived from (run, seq)
  4092  4  CRC32 of bytes 0..4091
 
+With --fua every write carries NBD_CMD_FLAG_FUA (durable before the
+reply, as a guest with a write-through cache sends them).
 With --sequential, one pass writes every block of the span in order, then
 the writer stops (to fill an area); otherwise offsets are random-ish.
 The offset of sequence number s is a function of (run, s), so the checker
@@ -83,6 +85,7 @@ CMD_READ = 0
 CMD_WRITE = 1
 CMD_DISC = 2
 CMD_FLUSH = 3
+CMD_FLAG_FUA = 1
 
 REPLY_FLAG_DONE = 1
 REPLY_TYPE_NONE = 0
@@ -266,6 +269,7 @@ def cmd_write(args):
         print("ackcheck: --base/--span outside the %d-byte export" % size, file=sys.stderr)
         return 2
     sock.setblocking(False)
+    wflags = CMD_FLAG_FUA if args.fua else 0
     run = random.getrandbits(63) | 1
     log = open(args.log, "w", buffering=1)
     log.write("RUN %d %d %d %s\n" % (run, args.base, span, "seq" if args.sequential else "random"))
@@ -314,7 +318,7 @@ def cmd_write(args):
                     continue  # never two writes to one offset in flight
                 busy.add(off)
                 inflight[seq] = ("W", seq, off, now)
-                outbuf += request(CMD_WRITE, seq, off, BLOCK) + make_record(run, seq, off)
+                outbuf += request(CMD_WRITE, seq, off, BLOCK, wflags) + make_record(run, seq, off)
                 writes += 1
                 since_flush += 1
                 tokens -= 1.0
@@ -520,6 +524,7 @@ def main():
     ap.add_argument("--rate", type=float, default=0.0, help="writes per second, 0: unlimited")
     ap.add_argument("--structured", action="store_true")
     ap.add_argument("--sequential", action="store_true")
+    ap.add_argument("--fua", action="store_true")
     ap.add_argument("--io-timeout", type=float, default=30.0)
     ap.add_argument("--stall-timeout", type=float, default=30.0)
     ap.add_argument("--max-gap", type=float, default=0.0)

@@ -253,6 +253,17 @@ add_volume() {
 # daemon_log [NAME]: the log file of an instance (default "replagentd").
 daemon_log() { echo "${_ra_log[${1:-replagentd}]}"; }
 
+# wait_log NAME TIMEOUT ERE: true once NAME's log has a line matching ERE
+# (the daemon's output may reach the file a little after the event).
+wait_log() {
+	local n=0
+	while ! grep -q -E -- "$3" "$(daemon_log "$1")" 2>/dev/null; do
+		[ "$n" -ge $(($2 * 10)) ] && return 1
+		sleep 0.1
+		n=$((n + 1))
+	done
+}
+
 _show_daemon_logs() {
 	local n
 	for n in "${!_ra_log[@]}"; do

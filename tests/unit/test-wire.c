@@ -94,7 +94,11 @@ static size_t samples(struct wire_msg *out)
 	m = (struct wire_msg){ .type = WIRE_STATE, .seq = 109 };
 	m.u.state = (struct wire_state){ .role = 1, .disk = GEN_DISK_UPTODATE,
 					 .outdate_notice = true, .outdated_node = 2,
-					 .current = 0xabcdef };
+					 .current = 0xabcdef, .token = 77 };
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_STATE, .seq = 109 };
+	m.u.state = (struct wire_state){ .role = 0, .disk = GEN_DISK_UPTODATE,
+					 .confirm = true, .current = 0xabcdef, .token = 77 };
 	out[n++] = m;
 	m = (struct wire_msg){ .type = WIRE_STATE, .seq = 110 };
 	m.u.state = (struct wire_state){ .role = 0, .disk = GEN_DISK_OUTDATED };
@@ -173,8 +177,10 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 	case WIRE_STATE:
 		return a->u.state.role == b->u.state.role && a->u.state.disk == b->u.state.disk &&
 		       a->u.state.outdate_notice == b->u.state.outdate_notice &&
+		       a->u.state.confirm == b->u.state.confirm &&
 		       a->u.state.outdated_node == b->u.state.outdated_node &&
-		       a->u.state.current == b->u.state.current;
+		       a->u.state.current == b->u.state.current &&
+		       a->u.state.token == b->u.state.token;
 	case WIRE_BYE:
 		return a->u.bye_reason == b->u.bye_reason;
 	case WIRE_TAKEOVER:
@@ -433,7 +439,8 @@ static void test_rejects(void)
 	 * that is refused. */
 	reject("magic", &ping, 0, 'X', -EPROTO);
 	reject("version 0", &ping, 5, 0, -EPROTONOSUPPORT);
-	reject("version 2", &ping, 5, 2, -EPROTONOSUPPORT);
+	reject("version 1 (before the outdate token)", &ping, 5, 1, -EPROTONOSUPPORT);
+	reject("version 3", &ping, 5, 3, -EPROTONOSUPPORT);
 	reject("type 0", &ping, 7, 0, -EPROTO);
 	reject("type past the end", &ping, 7, WIRE_TYPE_COUNT, -EPROTO);
 	reject("type high byte", &ping, 6, 1, -EPROTO);
@@ -495,7 +502,8 @@ static void test_rejects(void)
 	reject("rs_request reserved", &rsq, H + 12, 1, -EPROTO);
 	reject("state role 2", &st, H + 0, 2, -EPROTO);
 	reject("state disk unknown", &st, H + 1, GEN_DISK_UNKNOWN, -EPROTO);
-	reject("state flags 2", &st, H + 2, 2, -EPROTO);
+	reject("state flags 4", &st, H + 2, 4, -EPROTO);
+	reject("state notice and confirmation", &st, H + 2, 3, -EPROTO);
 	reject("state reserved", &st, H + 3, 1, -EPROTO);
 	reject("bye reason", &bye, H + 3, WIRE_BYE_REASON_COUNT, -EPROTO);
 	reject("bye reserved", &bye, H + 7, 1, -EPROTO);
@@ -542,6 +550,17 @@ static void test_rejects(void)
 	CHECK(wire_frame_len(&m) == -EINVAL);
 	m = st;
 	m.u.state.outdate_notice = false;
+	CHECK(wire_frame_len(&m) == -EINVAL);
+	m = st;				/* a token on a plain STATE */
+	m.u.state.outdate_notice = false;
+	m.u.state.outdated_node = 0;
+	CHECK(wire_frame_len(&m) == -EINVAL);
+	m.u.state.token = 0;
+	CHECK(wire_frame_len(&m) > 0);
+	m.u.state.confirm = true;	/* a confirmation without a token is valid */
+	CHECK(wire_frame_len(&m) > 0);
+	m = st;
+	m.u.state.confirm = true;	/* notice and confirmation at once */
 	CHECK(wire_frame_len(&m) == -EINVAL);
 	m = bye;
 	m.u.bye_reason = 77;
