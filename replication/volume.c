@@ -98,6 +98,10 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
 		return r;
 	}
+	if (meta_bad_pages(vol->meta))
+		plog(LOG_ERR, vol->name, "%llu bitmap page(s) of metadata %s failed their check: "
+		     "their ranges are marked out of sync and will be resynced",
+		     (unsigned long long)meta_bad_pages(vol->meta), path);
 	r = repl__resize_open(vol, cfg->size);
 	if (r < 0)
 		return r;
