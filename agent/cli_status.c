@@ -149,8 +149,8 @@ static void append_size(char *line, size_t size, const struct json_value *v)
 static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
-	uint64_t clients = 0;
-	char line[1024];
+	uint64_t clients = 0, damaged = 0;
+	char line[1024], part[128];
 
 	json_get_u64(v, "clients", &clients);
 	snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  clients %" PRIu64 "%s",
@@ -159,6 +159,11 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 		 w->disk, cli_or_unknown(json_get_str(v, "disk")), clients,
 		 json_get_bool(v, "io_frozen") ? "  I/O frozen" : "");
 	append_size(line, sizeof(line), v);
+	if (json_get_u64(v, "bitmap_damaged_pages", &damaged) == 0 && damaged) {
+		snprintf(part, sizeof(part), "  %" PRIu64 " damaged bitmap page(s) at start: "
+			 "their ranges resync", damaged);
+		cli_append(line, sizeof(line), part);
+	}
 	put_line(line);
 	for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next)
 		print_peer(p, w);

@@ -117,6 +117,8 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_bool(w, "up", st.up);
 	json_kv_bool(w, "auto_promote", st.auto_promote);
 	json_kv_str(w, "window", st.window);
+	if (st.bitmap_damaged_pages)
+		json_kv_u64(w, "bitmap_damaged_pages", st.bitmap_damaged_pages);
 	put_tuning(w, &st);
 	if (st.verify_total) {
 		json_key(w, "verify");

@@ -22,9 +22,21 @@
  *              73 7 reserved (0), 80 8 bitmap_gen
  *
  * magic, version, seq and the CRC keep their places in every version, so
- * that a newer file is recognised as such rather than as garbage.  The
- * in-memory bitmaps are kept in their on-disk byte order (little-endian
- * words) so that a flush writes memory as it is. */
+ * that a newer file is recognised as such rather than as garbage.
+ *
+ * Bitmap page, version 3 (each bitmap is a whole number of these):
+ *
+ *   0    4088  511 little-endian 64-bit words of bits
+ *   4088 4     page number: bitmap * pages per bitmap + page
+ *   4092 4     CRC32C of bytes [0, 4092)
+ *
+ * A page that fails its check (a flipped bit, a torn or lost write, a page
+ * written at the wrong place) cannot say which regions it dropped, so every
+ * region it covers is marked out of sync: a resync of that range, never a
+ * silent gap.  Version 2 had bare pages (512 words, no check); such a file
+ * is read and replaced by a version 3 one at open, the way meta_grow()
+ * replaces a file.  In memory the words are contiguous, in on-disk byte
+ * order; a flush encodes pages from them. */
 #include "config.h"
 
 #include <endian.h>
@@ -45,7 +57,8 @@
 #include "util.h"
 
 #define META_MAGIC "REPLMETA"
-#define META_VERSION 2u	/* 2: the write-intent bitmap */
+#define META_VERSION 3u	/* 2: the write-intent bitmap; 3: checked bitmap pages */
+#define META_VERSION_BARE 2u	/* the last version without page checks */
 
 enum {
 	OFF_MAGIC = 0, OFF_VERSION = 8, OFF_SLOT_SIZE = 12, OFF_SEQ = 16,
@@ -60,7 +73,10 @@ enum {
 _Static_assert(OFF_PEERS + META_MAX_PEERS * PEER_LEN <= OFF_CRC, "slot overflow");
 _Static_assert(PEER_NODE_LEN > META_NODE_MAX, "node field too small");
 
-#define WORDS_PER_PAGE (META_BITMAP_PAGE / 8)
+enum { PG_BITS = META_BITMAP_PAGE - 8, PG_NUM = PG_BITS, PG_CRC = META_BITMAP_PAGE - 4 };
+#define WORDS_PER_PAGE (PG_BITS / 8)
+/* Pages encoded at a time by a flush, a create or a grow. */
+#define PAGES_PER_WRITE 64
 
 /* Per-page bitmap state: a page with set bits must reach the disk before
  * the writes they cover are acknowledged; cleared bits may wait. */
@@ -73,8 +89,9 @@ struct meta {
 	struct meta_super sb;
 	unsigned cur_slot;		/* slot holding sb */
 	uint64_t regions;
-	uint64_t stride;		/* bitmap bytes per peer */
+	uint64_t stride;		/* bitmap bytes per peer, on disk */
 	size_t npages;			/* pages per peer bitmap */
+	uint64_t bad_pages;		/* pages that failed their check at open */
 	uint64_t *bm[META_BITMAPS];	/* little-endian words */
 	uint8_t *pstate[META_BITMAPS];
 	size_t pages_set;		/* pages in PAGE_SET */
@@ -110,12 +127,28 @@ static uint64_t regions_of(uint64_t size, uint32_t shift)
 	return (size >> shift) + ((size & ((UINT64_C(1) << shift) - 1)) != 0);
 }
 
-/* Bitmap bytes per peer, page aligned. */
+/* Bitmap pages per peer (version 3), and their bytes on disk. */
+static size_t pages_of(uint64_t regions)
+{
+	return (size_t)DIV_ROUND_UP(DIV_ROUND_UP(regions, 64), WORDS_PER_PAGE);
+}
+
 static uint64_t stride_of(uint64_t regions)
+{
+	return (uint64_t)pages_of(regions) * META_BITMAP_PAGE;
+}
+
+/* Version 2: bare words, page aligned. */
+static uint64_t stride_bare(uint64_t regions)
 {
 	uint64_t bytes = DIV_ROUND_UP(regions, 64) * 8;
 
 	return DIV_ROUND_UP(bytes, META_BITMAP_PAGE) * META_BITMAP_PAGE;
+}
+
+static uint64_t stride_for(uint64_t regions, unsigned version)
+{
+	return version == META_VERSION_BARE ? stride_bare(regions) : stride_of(regions);
 }
 
 static bool node_valid(const char *node, size_t field_len)
@@ -187,9 +220,11 @@ static void slot_encode(const struct meta_super *sb, uint8_t *s)
 	put32(s + OFF_CRC, crc32c(0, s, OFF_CRC));
 }
 
-/* Decodes and validates one slot: 0, -EUCLEAN (*why says why) or
- * -EPROTONOSUPPORT (intact, but a version we do not know). */
-static int slot_decode(const uint8_t *s, struct meta_super *sb, const char **why)
+/* Decodes and validates one slot of version 2 or 3 (*version says
+ * which): 0, -EUCLEAN (*why says why) or -EPROTONOSUPPORT (intact, but a
+ * version we do not know). */
+static int slot_decode(const uint8_t *s, struct meta_super *sb, unsigned *version,
+		       const char **why)
 {
 	if (memcmp(s + OFF_MAGIC, META_MAGIC, 8)) {
 		*why = "bad magic";
@@ -199,7 +234,8 @@ static int slot_decode(const uint8_t *s, struct meta_super *sb, const char **why
 		*why = "bad checksum";
 		return -EUCLEAN;
 	}
-	if (get32(s + OFF_VERSION) != META_VERSION) {
+	*version = get32(s + OFF_VERSION);
+	if (*version != META_VERSION && *version != META_VERSION_BARE) {
 		*why = "unsupported format version";
 		return -EPROTONOSUPPORT;
 	}
@@ -242,7 +278,8 @@ static int slot_decode(const uint8_t *s, struct meta_super *sb, const char **why
 	if (*why)
 		return -EUCLEAN;
 	if (get64(s + OFF_BM_OFF) != META_BITMAP_OFFSET ||
-	    get64(s + OFF_BM_STRIDE) != stride_of(regions_of(sb->size, sb->region_shift))) {
+	    get64(s + OFF_BM_STRIDE) !=
+		    stride_for(regions_of(sb->size, sb->region_shift), *version)) {
 		*why = "bitmap placement disagrees with size and region_shift";
 		return -EUCLEAN;
 	}
@@ -279,12 +316,12 @@ static int meta_alloc(const char *path, int fd, const struct meta_super *sb,
 	m->sb = *sb;
 	m->regions = regions_of(sb->size, sb->region_shift);
 	m->stride = stride_of(m->regions);
-	m->npages = m->stride / META_BITMAP_PAGE;
+	m->npages = pages_of(m->regions);
 	m->path = strdup(path);
 	if (!m->path)
 		goto nomem;
 	for (unsigned i = 0; i < META_BITMAPS; i++) {
-		m->bm[i] = calloc(1, m->stride);
+		m->bm[i] = calloc(m->npages, PG_BITS);
 		m->pstate[i] = calloc(m->npages, 1);
 		if (!m->bm[i] || !m->pstate[i])
 			goto nomem;
@@ -296,10 +333,10 @@ nomem:
 	return -ENOMEM;
 }
 
-static uint64_t file_size_for(const struct meta_super *sb)
+static uint64_t file_size_for(const struct meta_super *sb, unsigned version)
 {
 	return META_BITMAP_OFFSET +
-	       META_BITMAPS * stride_of(regions_of(sb->size, sb->region_shift));
+	       META_BITMAPS * stride_for(regions_of(sb->size, sb->region_shift), version);
 }
 
 static uint64_t file_size_of(const struct meta *m)
@@ -327,6 +364,62 @@ static int sync_fd(struct meta *m, const char *what)
 		      m->path, what);
 	m->broken = -EIO;
 	return -EIO;
+}
+
+/* ---- bitmap pages on disk ------------------------------------------------ */
+
+static off_t page_offset(const struct meta *m, unsigned bm, size_t page)
+{
+	return (off_t)(META_BITMAP_OFFSET + bm * m->stride + page * META_BITMAP_PAGE);
+}
+
+static uint32_t page_number(const struct meta *m, unsigned bm, size_t page)
+{
+	return (uint32_t)(bm * m->npages + page);
+}
+
+static void page_encode(const struct meta *m, unsigned bm, size_t page, uint8_t *out)
+{
+	memcpy(out, (const uint8_t *)m->bm[bm] + page * PG_BITS, PG_BITS);
+	put32(out + PG_NUM, page_number(m, bm, page));
+	put32(out + PG_CRC, crc32c(0, out, PG_CRC));
+}
+
+/* Pages [first, end) of bitmap bm, encoded, into buf. */
+static void pages_encode(const struct meta *m, unsigned bm, size_t first, size_t end,
+			 uint8_t *buf)
+{
+	for (size_t p = first; p < end; p++)
+		page_encode(m, bm, p, buf + (p - first) * META_BITMAP_PAGE);
+}
+
+/* Writes pages [first, end) of bitmap bm to fd, a few at a time. */
+static int pages_write(const struct meta *m, int fd, unsigned bm, size_t first, size_t end)
+{
+	uint8_t *buf = malloc(PAGES_PER_WRITE * META_BITMAP_PAGE);
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	while (first < end && !err) {
+		size_t n = MIN(end - first, (size_t)PAGES_PER_WRITE);
+
+		pages_encode(m, bm, first, first + n, buf);
+		err = full_pwrite(fd, buf, n * META_BITMAP_PAGE, page_offset(m, bm, first));
+		first += n;
+	}
+	free(buf);
+	return err;
+}
+
+/* Every page of every bitmap: a new file, or one that replaces another. */
+static int bitmaps_write_all(const struct meta *m, int fd)
+{
+	int err = 0;
+
+	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
+		err = pages_write(m, fd, i, 0, m->npages);
+	return err;
 }
 
 /* ---- create ------------------------------------------------------------ */
@@ -363,8 +456,10 @@ static int rename_noreplace(const char *tmp, const char *path)
 	return 0;
 }
 
-/* Writes both slots (slot 0 current with seq 1, slot 1 a copy with seq 0),
- * sizes the file with zero bitmaps and makes it durable. */
+/* Writes both slots (slot 0 current with seq 1, slot 1 a copy with seq 0)
+ * and every bitmap page (clear, each with its check: a page never written
+ * would not pass it), and makes the file durable.  Written, not sparse: a
+ * bitmap flush must not meet ENOSPC later. */
 static int write_new_file(struct meta *m)
 {
 	uint8_t *buf = calloc(2, META_SLOT_SIZE);
@@ -378,14 +473,10 @@ static int write_new_file(struct meta *m)
 	slot_encode(&copy, buf + META_SLOT_SIZE);
 	err = full_pwrite(m->fd, buf, 2 * META_SLOT_SIZE, 0);
 	free(buf);
+	if (!err)
+		err = bitmaps_write_all(m, m->fd);
 	if (err)
 		return err;
-	/* Allocated, not sparse: a bitmap flush must not meet ENOSPC later. */
-	err = posix_fallocate(m->fd, 0, (off_t)file_size_of(m));
-	if (err == EOPNOTSUPP || err == EINVAL)
-		err = ftruncate(m->fd, (off_t)file_size_of(m)) < 0 ? errno : 0;
-	if (err)
-		return -err;
 	if (fsync(m->fd) < 0)
 		return -errno;
 	return 0;
@@ -453,17 +544,19 @@ fail:
 
 /* ---- open ---------------------------------------------------------------- */
 
-/* Picks the valid slot with the highest seq out of the first 8 KiB. */
+/* Picks the valid slot with the highest seq out of the first 8 KiB; its
+ * format version is the file's. */
 static int pick_slot(const char *path, const uint8_t *buf, struct meta_super *sb,
-		     unsigned *slot)
+		     unsigned *slot, unsigned *version)
 {
 	struct meta_super cand[2];
+	unsigned ver[2] = { 0, 0 };
 	int rc[2];
 
 	for (unsigned i = 0; i < 2; i++) {
 		const char *why = NULL;
 
-		rc[i] = slot_decode(buf + i * META_SLOT_SIZE, &cand[i], &why);
+		rc[i] = slot_decode(buf + i * META_SLOT_SIZE, &cand[i], &ver[i], &why);
 		if (rc[i] == -EPROTONOSUPPORT) {
 			log_err("meta %s: slot %u has format version %" PRIu32
 				", this build knows %u", path, i,
@@ -482,37 +575,107 @@ static int pick_slot(const char *path, const uint8_t *buf, struct meta_super *sb
 	}
 	*slot = rc[0] ? 1 : rc[1] ? 0 : cand[1].seq > cand[0].seq;
 	*sb = cand[*slot];
+	*version = ver[*slot];
 	return 0;
 }
 
-/* Reads the bitmaps; zeroes (and reports) bits past the last region. */
-static int load_bitmaps(struct meta *m)
-{
-	uint64_t tail = m->regions % 64;
-	size_t last = (size_t)DIV_ROUND_UP(m->regions, 64) - 1;
-	size_t nwords = (size_t)(m->stride / 8);
+static uint64_t bits_change(struct meta *m, unsigned peer, uint64_t first,
+			    uint64_t end, bool set);
 
+static const char *bitmap_name(unsigned bm, char *buf, size_t len)
+{
+	if (bm == META_INTENT)
+		return "the activity log";
+	snprintf(buf, len, "the bitmap of peer slot %u", bm);
+	return buf;
+}
+
+/* A page that failed its check: nothing tells which of its bits were set,
+ * so every region it covers is out of sync (and the page is rewritten). */
+static void page_distrust(struct meta *m, unsigned bm, size_t page, const char *why)
+{
+	uint64_t first = (uint64_t)page * WORDS_PER_PAGE * 64;
+	uint64_t end = MIN(first + WORDS_PER_PAGE * 64, m->regions);
+	unsigned shift = m->sb.region_shift;
+	char name[48];
+
+	memset((uint8_t *)m->bm[bm] + page * PG_BITS, 0, PG_BITS);
+	bits_change(m, bm, first, end, true);
+	m->bad_pages++;
+	log_err("meta %s: page %zu of %s %s: all of its range, bytes %" PRIu64 " to %" PRIu64
+		", is marked out of sync (it will be resynced)", m->path, page,
+		bitmap_name(bm, name, sizeof(name)), why, first << shift,
+		MIN(end << shift, m->sb.size));
+}
+
+/* Version 3: reads bitmap bm page by page, checking each. */
+static int load_pages(struct meta *m, unsigned bm)
+{
+	uint8_t *buf = malloc(PAGES_PER_WRITE * META_BITMAP_PAGE);
+	int err = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (size_t first = 0; first < m->npages && !err; first += PAGES_PER_WRITE) {
+		size_t n = MIN(m->npages - first, (size_t)PAGES_PER_WRITE);
+
+		err = full_pread(m->fd, buf, n * META_BITMAP_PAGE, page_offset(m, bm, first));
+		for (size_t k = 0; k < n && !err; k++) {
+			const uint8_t *pg = buf + k * META_BITMAP_PAGE;
+
+			if (get32(pg + PG_CRC) != crc32c(0, pg, PG_CRC))
+				page_distrust(m, bm, first + k, "fails its checksum");
+			else if (get32(pg + PG_NUM) != page_number(m, bm, first + k))
+				page_distrust(m, bm, first + k, "holds another page");
+			else
+				memcpy((uint8_t *)m->bm[bm] + (first + k) * PG_BITS, pg, PG_BITS);
+		}
+	}
+	free(buf);
+	return err;
+}
+
+/* Version 2: bare words at a page-aligned stride. */
+static int load_bare(struct meta *m, unsigned bm)
+{
+	uint64_t stride = stride_bare(m->regions);
+
+	return full_pread(m->fd, m->bm[bm], (size_t)DIV_ROUND_UP(m->regions, 64) * 8,
+			  (off_t)(META_BITMAP_OFFSET + bm * stride));
+}
+
+/* Zeroes (and reports) bits past the last region. */
+static void drop_junk(struct meta *m, unsigned bm)
+{
+	uint64_t tail = m->regions % 64, *w = m->bm[bm];
+	size_t last = (size_t)DIV_ROUND_UP(m->regions, 64) - 1;
+	size_t nwords = m->npages * WORDS_PER_PAGE;
+	bool junk = false;
+	char name[48];
+
+	if (tail && (le64toh(w[last]) >> tail)) {
+		w[last] = htole64(le64toh(w[last]) & ((UINT64_C(1) << tail) - 1));
+		junk = true;
+	}
+	for (size_t i = last + 1; i < nwords; i++) {
+		junk |= w[i] != 0;
+		w[i] = 0;
+	}
+	if (junk)
+		log_warn("meta %s: %s had bits past the end of the volume; ignored",
+			 m->path, bitmap_name(bm, name, sizeof(name)));
+}
+
+static int load_bitmaps(struct meta *m, unsigned version)
+{
 	for (unsigned i = 0; i < META_BITMAPS; i++) {
-		uint64_t *bm = m->bm[i];
-		bool junk = false;
-		int err = full_pread(m->fd, bm, (size_t)m->stride,
-				     (off_t)(META_BITMAP_OFFSET + i * m->stride));
+		int err = version == META_VERSION_BARE ? load_bare(m, i) : load_pages(m, i);
 
 		if (err) {
 			log_err_errno(-err, "meta %s: reading bitmap %u", m->path, i);
 			return err;
 		}
-		if (tail && (le64toh(bm[last]) >> tail)) {
-			bm[last] = htole64(le64toh(bm[last]) & ((UINT64_C(1) << tail) - 1));
-			junk = true;
-		}
-		for (size_t w = last + 1; w < nwords; w++) {
-			junk |= bm[w] != 0;
-			bm[w] = 0;
-		}
-		if (junk)
-			log_warn("meta %s: bitmap %u had bits past the end of the "
-				 "volume; ignored", m->path, i);
+		drop_junk(m, i);
 	}
 	return 0;
 }
@@ -530,13 +693,15 @@ static void remove_stale_grow(const char *path)
 	free(tmp);
 }
 
+static int upgrade(struct meta *m);
+
 int meta_open(const char *path, struct meta **out)
 {
 	uint8_t *buf = calloc(2, META_SLOT_SIZE);
 	struct meta_super sb;
 	struct meta *m = NULL;
 	struct stat st;
-	unsigned slot;
+	unsigned slot, version = 0;
 	int fd, err;
 
 	*out = NULL;
@@ -564,12 +729,12 @@ int meta_open(const char *path, struct meta **out)
 		err = full_pread(fd, buf, (size_t)MIN((uint64_t)st.st_size,
 						      2 * META_SLOT_SIZE), 0);
 	if (!err)
-		err = pick_slot(path, buf, &sb, &slot);
+		err = pick_slot(path, buf, &sb, &slot, &version);
 	free(buf);
-	if (!err && (uint64_t)st.st_size != file_size_for(&sb)) {
+	if (!err && (uint64_t)st.st_size != file_size_for(&sb, version)) {
 		log_err("meta %s: file is %jd bytes, its superblock needs %" PRIu64
 			" (truncated or damaged)", path, (intmax_t)st.st_size,
-			file_size_for(&sb));
+			file_size_for(&sb, version));
 		err = -EUCLEAN;
 	}
 	if (err) {
@@ -580,13 +745,23 @@ int meta_open(const char *path, struct meta **out)
 	if (err)
 		return err;
 	m->cur_slot = slot;
-	err = load_bitmaps(m);
+	err = load_bitmaps(m, version);
+	if (!err && version == META_VERSION_BARE)
+		err = upgrade(m);
+	/* The ranges of damaged pages, marked out of sync, on disk at once. */
+	if (!err && m->bad_pages)
+		err = meta_bitmap_flush(m);
 	if (err) {
 		meta_free(m);
 		return err;
 	}
 	*out = m;
 	return 0;
+}
+
+uint64_t meta_bad_pages(const struct meta *m)
+{
+	return m->bad_pages;
 }
 
 /* ---- superblock updates ------------------------------------------------ */
@@ -666,9 +841,8 @@ static int write_grown_file(struct meta *n, uint64_t old_seq)
 	if (!err)
 		err = full_pwrite(n->fd, buf, 2 * META_SLOT_SIZE, 0);
 	free(buf);
-	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
-		err = full_pwrite(n->fd, n->bm[i], (size_t)n->stride,
-				  (off_t)(META_BITMAP_OFFSET + i * n->stride));
+	if (!err)
+		err = bitmaps_write_all(n, n->fd);
 	if (!err && fsync(n->fd) < 0)
 		err = -errno;
 	return err;
@@ -691,7 +865,7 @@ static int build_grown(struct meta *m, const char *tmp, const struct meta_super 
 	err = lock_fd(tmp, n->fd);
 	/* Every bit of the old size keeps its place; the new ones are clear. */
 	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
-		memcpy(n->bm[i], m->bm[i], (size_t)m->stride);
+		memcpy(n->bm[i], m->bm[i], m->npages * PG_BITS);
 	if (!err)
 		err = write_grown_file(n, m->sb.seq);
 	if (err) {
@@ -726,29 +900,21 @@ static void adopt_grown(struct meta *m, struct meta *n)
 	meta_free(n);
 }
 
-int meta_grow(struct meta *m, uint64_t size)
+/* Replaces m's file by a new one with superblock sb and m's bitmaps (see
+ * meta_grow()).  0, or -errno with m unchanged, or -EIO with m on the new
+ * file but broken. */
+static int replace_file(struct meta *m, const struct meta_super *sb)
 {
-	struct meta_super sb = m->sb;
 	struct meta *n = NULL;
-	const char *why;
 	char *tmp;
 	int err;
 
-	if (m->broken)
-		return m->broken;
-	sb.size = size;
-	sb.seq = m->sb.seq + 1;
-	why = size <= m->sb.size ? "the new size is not larger" : super_invalid(&sb);
-	if (why) {
-		log_err("meta %s: cannot grow to %" PRIu64 " bytes: %s", m->path, size, why);
-		return -EINVAL;
-	}
 	tmp = grow_path_of(m->path);
 	if (!tmp)
 		return -ENOMEM;
-	err = build_grown(m, tmp, &sb, &n);
+	err = build_grown(m, tmp, sb, &n);
 	if (err) {
-		log_err_errno(-err, "meta %s: writing the grown metadata %s", m->path, tmp);
+		log_err_errno(-err, "meta %s: writing the new metadata %s", m->path, tmp);
 		unlink(tmp);
 		free(tmp);
 		return err;
@@ -767,11 +933,47 @@ int meta_grow(struct meta *m, uint64_t size)
 	 * file, without the bits set from now on: write nothing more. */
 	err = fsync_dir_of(m->path);
 	if (err) {
-		log_err("meta %s: grown, but not durably; refusing further writes", m->path);
+		log_err("meta %s: replaced, but not durably; refusing further writes", m->path);
 		m->broken = -EIO;
 		return -EIO;
 	}
 	return 0;
+}
+
+int meta_grow(struct meta *m, uint64_t size)
+{
+	struct meta_super sb = m->sb;
+	const char *why;
+
+	if (m->broken)
+		return m->broken;
+	sb.size = size;
+	sb.seq = m->sb.seq + 1;
+	why = size <= m->sb.size ? "the new size is not larger" : super_invalid(&sb);
+	if (why) {
+		log_err("meta %s: cannot grow to %" PRIu64 " bytes: %s", m->path, size, why);
+		return -EINVAL;
+	}
+	return replace_file(m, &sb);
+}
+
+/* A version 2 file, read into memory, becomes a version 3 one holding the
+ * same (seq + 1), replaced as a grow replaces it: a crash leaves one or
+ * the other, each complete. */
+static int upgrade(struct meta *m)
+{
+	struct meta_super sb = m->sb;
+	int err;
+
+	sb.seq = m->sb.seq + 1;
+	err = replace_file(m, &sb);
+	if (err)
+		log_err_errno(-err, "meta %s: cannot upgrade it from format version %u to %u",
+			      m->path, META_VERSION_BARE, META_VERSION);
+	else
+		log_notice("meta %s: upgraded from format version %u to %u (checked bitmap "
+			   "pages)", m->path, META_VERSION_BARE, META_VERSION);
+	return err;
 }
 
 /* ---- bitmaps --------------------------------------------------------------- */
@@ -908,7 +1110,6 @@ bool meta_bitmap_needs_flush(const struct meta *m)
 static int flush_peer(struct meta *m, unsigned peer)
 {
 	const uint8_t *ps = m->pstate[peer];
-	const char *bm = (const char *)m->bm[peer];
 	size_t p = 0;
 
 	while (p < m->npages) {
@@ -921,10 +1122,7 @@ static int flush_peer(struct meta *m, unsigned peer)
 		}
 		for (q = p + 1; q < m->npages && ps[q] != PAGE_CLEAN; q++)
 			;
-		err = full_pwrite(m->fd, bm + p * META_BITMAP_PAGE,
-				  (q - p) * META_BITMAP_PAGE,
-				  (off_t)(META_BITMAP_OFFSET + peer * m->stride +
-					  p * META_BITMAP_PAGE));
+		err = pages_write(m, m->fd, peer, p, q);
 		if (err) {
 			log_err_errno(-err, "meta %s: writing bitmap %u", m->path, peer);
 			return err;
@@ -973,9 +1171,12 @@ struct meta_flush_job {
 	struct meta_flush_run *runs;
 };
 
-static int job_add(struct meta_flush_job *j, const char *src, size_t len, off_t off)
+/* Pages [p, q) of bitmap peer, encoded, as the job's next run. */
+static int job_add(struct meta_flush_job *j, const struct meta *m, unsigned peer,
+		   size_t p, size_t q)
 {
 	struct meta_flush_run *r;
+	size_t len = (q - p) * META_BITMAP_PAGE;
 
 	if (j->n == j->cap) {
 		size_t cap = j->cap ? j->cap * 2 : 8;
@@ -989,9 +1190,9 @@ static int job_add(struct meta_flush_job *j, const char *src, size_t len, off_t 
 	r->data = malloc(len);
 	if (!r->data)
 		return -ENOMEM;
-	memcpy(r->data, src, len);
+	pages_encode(m, peer, p, q, (uint8_t *)r->data);
 	r->len = len;
-	r->off = off;
+	r->off = page_offset(m, peer, p);
 	j->n++;
 	return 0;
 }
@@ -999,7 +1200,6 @@ static int job_add(struct meta_flush_job *j, const char *src, size_t len, off_t 
 static int job_add_peer(struct meta *m, struct meta_flush_job *j, unsigned peer)
 {
 	const uint8_t *ps = m->pstate[peer];
-	const char *bm = (const char *)m->bm[peer];
 	size_t p = 0, q;
 	int err;
 
@@ -1010,9 +1210,7 @@ static int job_add_peer(struct meta *m, struct meta_flush_job *j, unsigned peer)
 		}
 		for (q = p + 1; q < m->npages && ps[q] != PAGE_CLEAN; q++)
 			;
-		err = job_add(j, bm + p * META_BITMAP_PAGE, (q - p) * META_BITMAP_PAGE,
-			      (off_t)(META_BITMAP_OFFSET + peer * m->stride +
-				      p * META_BITMAP_PAGE));
+		err = job_add(j, m, peer, p, q);
 		if (err)
 			return err;
 		p = q;

@@ -6,7 +6,7 @@
  * This is not a replication protocol, nor a policy: meta.c records what the
  * caller decides and never interprets roles, states, flags or generations.
  *
- * File layout (all integers little-endian, format version 1):
+ * File layout (all integers little-endian, format version 3):
  *
  *   0      superblock slot 0 (META_SLOT_SIZE bytes)
  *   4096   superblock slot 1
@@ -15,10 +15,16 @@
  *   end    = 8192 + META_BITMAPS * bitmap_stride (the exact file size; the
  *            last bitmap is the write-intent bitmap, META_INTENT)
  *
- * bitmap_stride is DIV_ROUND_UP(regions, 64) * 8 rounded up to 4096, with
- * regions = DIV_ROUND_UP(size, 1 << region_shift).  Bit b of the 64-bit
- * little-endian word w covers region 64 * w + b; bits past the last region
- * are zero.  Each slot holds magic "REPLMETA", version, seq and a CRC32C in
+ * A bitmap is a run of 4096-byte pages, each 511 64-bit words of bits, its
+ * page number and a CRC32C (meta.c has the layout); bitmap_stride is
+ * DIV_ROUND_UP(DIV_ROUND_UP(regions, 64), 511) pages, with regions =
+ * DIV_ROUND_UP(size, 1 << region_shift).  Bit b of the 64-bit word w (word
+ * w % 511 of page w / 511) covers region 64 * w + b; bits past the last
+ * region are zero.  A page that fails its check at open has all of its
+ * regions marked out of sync (meta_bad_pages() counts them): a damaged
+ * bitmap makes a resync larger, never one that skips a region.  Format
+ * version 2 (bare pages of 512 words) is read and upgraded in place.
+ * Each slot holds magic "REPLMETA", version, seq and a CRC32C in
  * its last 4 bytes over the rest of the slot; see meta.c for every field.
  * An update writes the slot not holding the current superblock with seq + 1
  * and fdatasyncs; open takes the valid slot with the highest seq.  The file
@@ -49,7 +55,7 @@
 
 #define META_SLOT_SIZE 4096u
 #define META_BITMAP_OFFSET (2 * META_SLOT_SIZE)
-#define META_BITMAP_PAGE 4096u		/* flush granularity */
+#define META_BITMAP_PAGE 4096u		/* flush and check granularity */
 #define META_REGION_SHIFT_MIN 12
 #define META_REGION_SHIFT_MAX 30
 #define META_REGION_SHIFT_DEFAULT 16	/* 64 KiB per bit */
@@ -105,8 +111,13 @@ int meta_create(const char *path, const struct meta_super *init, struct meta **o
 /* Opens and validates an existing file, taking an exclusive flock(): -EBUSY
  * if another struct meta (in any process) has it open, -EUCLEAN if it is
  * not valid metadata (neither slot valid, or wrong size for its geometry),
- * -EPROTONOSUPPORT for a format version this build does not know. */
+ * -EPROTONOSUPPORT for a format version this build does not know.  A
+ * version 2 file is replaced by a version 3 one first, crash safely (as
+ * meta_grow() replaces it; its errors too).  Bitmap pages that fail their
+ * check are logged, their ranges marked out of sync and flushed. */
 int meta_open(const char *path, struct meta **out);
+/* Bitmap pages found damaged by meta_open() (their ranges are dirty). */
+uint64_t meta_bad_pages(const struct meta *m);
 /* Writes pending bitmap pages (best effort, errors logged), closes, frees.
  * Call meta_bitmap_flush() first to learn whether that worked.  NULL ok. */
 void meta_close(struct meta *m);

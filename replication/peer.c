@@ -867,7 +867,10 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		on_range(p, m);
 		break;
 	case WIRE_FLUSH:
-		repl__rep_apply(p, m->seq, REPL_IO_FLUSH, 0, 0, 0, NULL, NULL);
+		if (m->seq & RS_SEQ_BIT)
+			repl__rs_on_flush(p, m->seq);
+		else
+			repl__rep_apply(p, m->seq, REPL_IO_FLUSH, 0, 0, 0, NULL, NULL);
 		break;
 	case WIRE_WRITE_ACK:
 	case WIRE_FLUSH_ACK:

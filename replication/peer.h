@@ -143,6 +143,8 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
 /* Target: a resync block (data NULL: zeroes). */
 void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 		      void *data, void *mem);
+/* Target: the source's FLUSH of the resync (acknowledged once durable). */
+void repl__rs_on_flush(struct peer *p, uint64_t seq);
 /* Target: the source's state at the end of the resync. */
 void repl__rs_on_done(struct peer *p, const struct wire_volume *v);
 void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len);

@@ -176,6 +176,9 @@ struct repl_volume_status {
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
 	unsigned outdate_timeout_ms;
 	const char *after_sb[3];	/* policy names for 0, 1 and 2 Primaries */
+	/* bitmap pages that failed their check when the metadata was opened
+	 * (their ranges were marked out of sync) */
+	uint64_t bitmap_damaged_pages;
 };
 
 struct repl_volume *repl_volume_first(struct repl_engine *eng);

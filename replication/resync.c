@@ -2,13 +2,21 @@
  *
  * The source walks its dirty bitmap for the peer, reads each dirty region
  * from its store and sends it (RS_DATA), or just its range when it is all
- * zeroes (RS_ZERO); a bit is cleared when the peer acknowledges the region.
+ * zeroes (RS_ZERO).  An acknowledged region is only written on the target,
+ * not yet durable: its bit is cleared when a FLUSH the source sends after
+ * that acknowledgement is acknowledged (the target fdatasyncs first), one
+ * flush for a batch of regions, as DRBD's barriers cover an epoch.  A
+ * target that loses power, or a resync cut short, thus repeats what was not
+ * durable, never skips it.
  * Guest writes go on meanwhile, and go to the peer as usual; a region that
  * a guest write touches while its resync is in flight is redone, and a
  * region is not read while a guest write to it is still in flight, so a
  * stale copy can never land after newer data.  A window of regions is in
- * flight at once.  When the bitmap is empty the source sends its VOLUME
- * state, and the target, Inconsistent until then, becomes UpToDate.
+ * flight at once.  When the bitmap is empty (the last batch flushed) the
+ * source records the peer UpToDate and sends its VOLUME state; the target,
+ * Inconsistent until then, takes the source's generations and becomes
+ * UpToDate once its own fdatasync is done (a source that did not flush
+ * cannot make it claim data its disk does not hold).
  *
  * Bits are cleared in memory and reach the disk lazily: after a crash a
  * resync repeats some regions, it never skips one.  Loop thread only. */
@@ -29,6 +37,10 @@
 #define RS_SEQ_BIT (UINT64_C(1) << 63)
 #define RS_RETRY_MS 20
 #define RATE_WINDOW_MS 2000
+/* A flush of the acknowledged regions when this many bytes or this much
+ * time have gathered, and at the end of every pass. */
+#define RS_FLUSH_BYTES (8u << 20)
+#define RS_FLUSH_MS 1000
 
 struct rs_req {
 	struct repl_io io;
@@ -43,6 +55,10 @@ struct resync {
 	struct peer *p;
 	struct rs_req *inflight;
 	unsigned n_inflight;
+	/* acknowledged, not known durable: gathering for the next flush, and
+	 * covered by the flush in flight (flush_seq, 0: none) */
+	struct rs_req *acked, *flushing;
+	uint64_t acked_bytes, acked_since_ms, flush_seq;
 	uint64_t cursor;		/* next region to look at */
 	uint64_t seq;
 	uint64_t total_bytes, done_bytes;
@@ -107,6 +123,13 @@ static bool busy_region(const struct repl_volume *vol, const struct resync *rs,
 	if (repl__writes_overlap(vol, off, len))
 		return true;
 	for (const struct rs_req *q = rs->inflight; q; q = q->next)
+		if (q->io.offset == off)
+			return true;
+	/* sent already, its bit goes with the flush */
+	for (const struct rs_req *q = rs->acked; q; q = q->next)
+		if (q->io.offset == off)
+			return true;
+	for (const struct rs_req *q = rs->flushing; q; q = q->next)
 		if (q->io.offset == off)
 			return true;
 	return false;
@@ -194,6 +217,69 @@ static void rs_retry(void *arg)
 	}
 }
 
+static void rate_note(struct resync *rs, uint64_t bytes)
+{
+	uint64_t now = now_mono_ms();
+
+	rs->rate_bytes += bytes;
+	if (now - rs->rate_start_ms >= RATE_WINDOW_MS) {
+		rs->rate_bps = rs->rate_bytes * 1000 / (now - rs->rate_start_ms);
+		rs->rate_start_ms = now;
+		rs->rate_bytes = 0;
+	}
+}
+
+/* The FLUSH that makes the acknowledged regions durable on the target:
+ * when enough gathered, or at the end of a pass (force).  One at a time;
+ * regions acknowledged meanwhile wait for the next one. */
+static void rs_flush(struct peer *p, struct resync *rs, bool force)
+{
+	struct wire_msg m = { .type = WIRE_FLUSH };
+
+	if (!rs->acked || rs->flush_seq)
+		return;
+	if (!force && rs->acked_bytes < RS_FLUSH_BYTES &&
+	    now_mono_ms() - rs->acked_since_ms < RS_FLUSH_MS)
+		return;
+	m.seq = RS_SEQ_BIT | ++rs->seq;
+	rs->flushing = rs->acked;
+	rs->acked = NULL;
+	rs->acked_bytes = 0;
+	rs->flush_seq = m.seq;
+	if (repl__peer_send_msg(p, &m) < 0)
+		repl__peer_drop(p, "cannot send a resync flush");
+}
+
+/* The target says every region acknowledged before the flush is on its
+ * disk: their bits go. */
+static void rs_flushed(struct peer *p, struct resync *rs, int result)
+{
+	struct rs_req *q, *next;
+
+	if (result < 0)
+		plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a resync flush: "
+			   "its regions will be sent again", p->node);
+	for (q = rs->flushing; q; q = next) {
+		next = q->next;
+		if (result == 0 && meta_bits_clear_range(p->vol->meta, p->idx, q->io.offset,
+							 region_done_len(p, q))) {
+			rs->done_bytes += q->io.len;
+			rate_note(rs, q->io.len);
+		}
+		free(q);
+	}
+	rs->flushing = NULL;
+	rs->flush_seq = 0;
+}
+
+static void rs_free_list(struct rs_req *q)
+{
+	for (struct rs_req *next; q; q = next) {
+		next = q->next;
+		free(q);
+	}
+}
+
 static void rs_finish(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
@@ -229,6 +315,7 @@ static void rs_pump(struct peer *p)
 
 	if (!rs || rs->finished || !repl__peer_up(p))
 		return;
+	rs_flush(p, rs, false);
 	/* The guest first: while it writes, the resync keeps a small window
 	 * (its latency stays close to the no-resync one); idle, it goes as
 	 * fast as the link and the disks allow.  A timer picks up the pace
@@ -258,24 +345,16 @@ static void rs_pump(struct peer *p)
 	}
 	if (rs->n_inflight >= window)
 		return;
-	/* Reached the end: start over for what is left, or finish. */
+	/* Reached the end: flush what was acknowledged, start over for what
+	 * is left, or finish. */
 	rs->cursor = 0;
-	if (meta_bits_count(vol->meta, p->idx) == 0 && rs->n_inflight == 0)
+	if (rs->n_inflight == 0)
+		rs_flush(p, rs, true);
+	if (meta_bits_count(vol->meta, p->idx) == 0 && rs->n_inflight == 0 && !rs->flush_seq &&
+	    !rs->acked)
 		rs_finish(p);
 	else if ((skipped || rs->n_inflight == 0) && !rs->timer)
 		repl__timer_add(vol->eng, RS_RETRY_MS, rs_retry, p, &rs->timer);
-}
-
-static void rate_note(struct resync *rs, uint64_t bytes)
-{
-	uint64_t now = now_mono_ms();
-
-	rs->rate_bytes += bytes;
-	if (now - rs->rate_start_ms >= RATE_WINDOW_MS) {
-		rs->rate_bps = rs->rate_bytes * 1000 / (now - rs->rate_start_ms);
-		rs->rate_start_ms = now;
-		rs->rate_bytes = 0;
-	}
 }
 
 void repl__rs_on_ack(struct peer *p, uint64_t seq, int result)
@@ -283,6 +362,11 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result)
 	struct resync *rs = p->rs;
 	struct rs_req *q;
 
+	if (rs && seq == rs->flush_seq) {
+		rs_flushed(p, rs, result);
+		rs_pump(p);
+		return;
+	}
 	for (q = rs ? rs->inflight : NULL; q && q->seq != seq; q = q->next)
 		;
 	if (!q || !q->sent) {
@@ -290,15 +374,19 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result)
 		return;
 	}
 	rs_unlink(rs, q);
-	if (result < 0)
-		plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a resync write",
-			   p->node);
-	else if (!q->redo && meta_bits_clear_range(p->vol->meta, p->idx, q->io.offset,
-						   region_done_len(p, q))) {
-		rs->done_bytes += q->io.len;
-		rate_note(rs, q->io.len);
+	if (result < 0 || q->redo) {
+		if (result < 0)
+			plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a resync write",
+				   p->node);
+		free(q);
+	} else {
+		/* Written there, not yet durable: its bit waits for a flush. */
+		if (!rs->acked)
+			rs->acked_since_ms = now_mono_ms();
+		q->next = rs->acked;
+		rs->acked = q;
+		rs->acked_bytes += q->io.len;
 	}
-	free(q);
 	rs_pump(p);
 }
 
@@ -385,6 +473,60 @@ void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t le
 			data, mem);
 }
 
+/* Target: a flush of the resynced data, the source's (seq: its FLUSH, to
+ * acknowledge) or our own before we say UpToDate (seq 0). */
+struct rs_sync {
+	struct repl_io io;
+	struct peer *p;
+	uint64_t conn_id;
+	uint64_t seq;
+};
+
+static void rs_uptodate(struct peer *p, bool same, int result);
+
+static void rs_sync_done(struct repl_io *io)
+{
+	struct rs_sync *y = (struct rs_sync *)io;
+	struct peer *p = y->p;
+	bool same = repl__peer_up(p) && p->conn_id == y->conn_id;
+	struct wire_msg m = { .type = WIRE_FLUSH_ACK };
+
+	if (io->result < 0)
+		plog_errno(LOG_ERR, p->vol->name, -io->result, "flushing the data resynced from %s",
+			   p->node);
+	if (y->seq && same) {
+		m.u.ack = (struct wire_ack){ y->seq,
+			io->result < 0 ? (uint32_t)MIN(-io->result, 4095) : 0 };
+		repl__peer_send_msg(p, &m);
+	} else if (!y->seq) {
+		rs_uptodate(p, same, io->result);
+	}
+	free(y);
+}
+
+static void rs_sync(struct peer *p, uint64_t seq)
+{
+	struct rs_sync *y = calloc(1, sizeof(*y));
+
+	if (!y) {
+		repl__peer_drop(p, "out of memory");
+		return;
+	}
+	y->p = p;
+	y->conn_id = p->conn_id;
+	y->seq = seq;
+	y->io = (struct repl_io){ .op = REPL_IO_FLUSH, .done = rs_sync_done };
+	repl__iopool_submit(p->vol->pool, &y->io);
+}
+
+/* Every resync write we acknowledged before it is done: fdatasync, then
+ * FLUSH_ACK.  (Guest writes in flight meanwhile are not covered: their
+ * durability is their own FLUSH's or FUA's business.) */
+void repl__rs_on_flush(struct peer *p, uint64_t seq)
+{
+	rs_sync(p, seq);
+}
+
 void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 {
 	struct repl_volume *vol = p->vol;
@@ -398,7 +540,8 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	sb.gen_bitmap = 0;
 	sb.gen_history[0] = v->history[0];
 	sb.gen_history[1] = v->history[1];
-	sb.disk_state = META_UPTODATE;
+	/* Inconsistent until our own flush is done (rs_uptodate()). */
+	sb.disk_state = META_INCONSISTENT;
 	sb.flags &= ~META_F_PRIMARY_CRASHED;
 	/* Our data is the source's now: what we had recorded as missing on
 	 * others (and our activity log) described data we no longer have. */
@@ -410,9 +553,37 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
 		return;
 	}
-	vol->disk_state = GEN_DISK_UPTODATE;
 	p->link = REPL_LINK_CONNECTED;
 	p->peer_disk = v->disk;
+	plog(LOG_INFO, vol->name, "resync from %s: every region received; flushing", p->node);
+	rs_sync(p, 0);
+	repl__changed(vol);
+}
+
+/* Our flush after the resync is done: the data is on our disk, and unless
+ * the link went (the source may have written, and outdated us, since) or
+ * something else changed our state meanwhile, we are UpToDate.  Else we
+ * stay Inconsistent: the next handshake gives a full resync. */
+static void rs_uptodate(struct peer *p, bool same, int result)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (result < 0 || !same || p->link != REPL_LINK_CONNECTED ||
+	    vol->role == REPL_PRIMARY || sb.disk_state != META_INCONSISTENT) {
+		plog(LOG_WARNING, vol->name, "the resync from %s is not complete here (%s): "
+		     "staying Inconsistent", p->node, result < 0 ? "the flush failed" :
+		     "the link or the state changed before the data was flushed");
+		if (result < 0 && same)
+			repl__peer_drop(p, "cannot make the resynced data durable");
+		return;
+	}
+	sb.disk_state = META_UPTODATE;
+	if (meta_update(vol->meta, &sb) < 0) {
+		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
+		return;
+	}
+	vol->disk_state = GEN_DISK_UPTODATE;
 	plog(LOG_NOTICE, vol->name, "resync from %s done: UpToDate", p->node);
 	repl__peers_tell_state(vol);
 	repl__changed(vol);
@@ -426,6 +597,9 @@ void repl__rs_stop(struct peer *p)
 	if (!rs)
 		return;
 	repl__timer_del(p->vol->eng, &rs->timer);
+	/* Not known durable there: their bits stay. */
+	rs_free_list(rs->acked);
+	rs_free_list(rs->flushing);
 	for (q = rs->inflight; q; q = next) {
 		next = q->next;
 		if (q->sent)

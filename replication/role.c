@@ -82,6 +82,7 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	for (unsigned i = 0; i < 3; i++)
 		st->after_sb[i] = sb_policy_name((enum sb_policy)vol->after_sb[i]);
 	repl__resize_status(vol, st);
+	st->bitmap_damaged_pages = meta_bad_pages(vol->meta);
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))

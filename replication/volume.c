@@ -23,11 +23,17 @@
 #define INLINE_READ_MAX (64 * 1024)
 
 /* A new local volume is Primary from the start.  A new replica is a blank
- * Secondary: generation 0, and UpToDate, because a sparse new file reads
- * as zeroes like every other new replica; two blank replicas need no
- * initial sync, a blank one joining a written one gets a full one. */
+ * Secondary, generation 0.  Over a backing file created just now it is
+ * UpToDate, because a sparse new file reads as zeroes like every other new
+ * replica: two blank replicas need no initial sync, a blank one joining a
+ * written one gets a full one.  Over a backing that was already there (a
+ * device, or a file whose metadata was lost or is looked for in the wrong
+ * place) it is Inconsistent: that data may lack writes the others took, and
+ * nothing here can tell.  It takes a full resync from a peer, or a person
+ * vouches for it with a forced promotion (DRBD's primary --force).  A local
+ * volume has no other copy to prefer: its data is current. */
 static int volume_new_meta(struct repl_volume *vol, const char *path,
-			   const struct repl_volume_config *cfg)
+			   const struct repl_volume_config *cfg, bool had_data)
 {
 	struct meta_super sb;
 	int r;
@@ -40,14 +46,23 @@ static int volume_new_meta(struct repl_volume *vol, const char *path,
 	sb.size = vol->size;
 	sb.region_shift = 16;
 	sb.role = cfg->n_peers ? REPL_SECONDARY : REPL_PRIMARY;
-	sb.disk_state = META_UPTODATE;
+	sb.disk_state = had_data && cfg->n_peers ? META_INCONSISTENT : META_UPTODATE;
 	sb.gen_current = cfg->n_peers ? 0 : meta_new_gen();
 	for (unsigned i = 0; i < cfg->n_peers; i++)
 		snprintf(sb.peers[i].node, sizeof(sb.peers[i].node), "%s", cfg->peers[i].node);
 	r = meta_create(path, &sb, &vol->meta);
-	if (r == 0)
-		plog(LOG_NOTICE, vol->name, "created metadata %s", path);
-	return r;
+	if (r < 0)
+		return r;
+	plog(LOG_NOTICE, vol->name, "created metadata %s", path);
+	if (had_data && cfg->n_peers)
+		plog(LOG_WARNING, vol->name, "metadata %s is missing but backing %s holds data: "
+		     "this replica is Inconsistent (its data may be stale) until it takes a full "
+		     "resync from a peer; if this data is known to be good, say so with "
+		     "'promote %s --force'", path, vol->backing, vol->name);
+	else if (had_data)
+		plog(LOG_NOTICE, vol->name, "new metadata over the existing data of %s",
+		     vol->backing);
+	return 0;
 }
 
 /* After a crash as Primary: the regions in the activity log may differ
@@ -70,19 +85,23 @@ static void intent_to_peers(struct repl_volume *vol, unsigned n_peers)
 }
 
 static int volume_open_meta(struct repl_volume *vol, const char *path,
-			    const struct repl_volume_config *cfg)
+			    const struct repl_volume_config *cfg, bool had_data)
 {
 	const struct meta_super *sb;
 	struct meta_super upd;
 	int r;
 
 	if (access(path, F_OK) < 0 && errno == ENOENT)
-		return volume_new_meta(vol, path, cfg);
+		return volume_new_meta(vol, path, cfg, had_data);
 	r = meta_open(path, &vol->meta);
 	if (r < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
 		return r;
 	}
+	if (meta_bad_pages(vol->meta))
+		plog(LOG_ERR, vol->name, "%llu bitmap page(s) of metadata %s failed their check: "
+		     "their ranges are marked out of sync and will be resynced",
+		     (unsigned long long)meta_bad_pages(vol->meta), path);
 	r = repl__resize_open(vol, cfg->size);
 	if (r < 0)
 		return r;
@@ -183,7 +202,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 {
 	struct repl_volume *vol;
 	unsigned threads = cfg->io_threads ? cfg->io_threads : DEFAULT_IO_THREADS;
-	bool have_meta;
+	bool have_meta, had_backing;
 	int r;
 
 	if (!cfg->name || !cfg->backing || !cfg->meta || threads > MAX_IO_THREADS)
@@ -209,6 +228,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	/* Metadata without its backing means the data is gone: never make
 	 * a fresh empty file that the metadata would call UpToDate. */
 	have_meta = access(cfg->meta, F_OK) == 0;
+	had_backing = access(cfg->backing, F_OK) == 0;
 	r = repl__store_open(cfg->backing, have_meta ? 0 : cfg->size, &vol->fd,
 			     &vol->size, &vol->blockdev);
 	if (r == -ENOENT && have_meta) {
@@ -229,7 +249,8 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		     (unsigned long long)vol->size, (unsigned long long)cfg->size);
 		goto fail;
 	}
-	r = volume_open_meta(vol, cfg->meta, cfg);
+	/* A device always holds data; a file did unless we just made it. */
+	r = volume_open_meta(vol, cfg->meta, cfg, had_backing || vol->blockdev);
 	if (r < 0)
 		goto fail;
 	vol->role = meta_get(vol->meta)->role ? REPL_PRIMARY : REPL_SECONDARY;

@@ -1,7 +1,9 @@
 /* test-meta.c: unit tests of the replica metadata file (meta.c): creation,
  * roundtrips, crash safety against torn or corrupted superblock slots,
- * refusal of damaged files, the dirty bitmaps against a simple model, and
- * growing: bits kept, new bits clear, crash safety of the replaced file.
+ * refusal of damaged files, the dirty bitmaps against a simple model,
+ * checked bitmap pages (a damaged one dirties its range, no more), the
+ * upgrade of a format 2 file, and growing: bits kept, new bits clear, crash
+ * safety of the replaced file.
  * Works in a private directory under /tmp; it does not test the engine. */
 #include "config.h"
 
@@ -149,6 +151,28 @@ static void patch_slot(unsigned slot, size_t off, const void *val, size_t len)
 	crc = htole32(crc32c(0, s, META_SLOT_SIZE - 4));
 	memcpy(s + META_SLOT_SIZE - 4, &crc, 4);
 	CHECK(raw_rw(true, s, sizeof(s), (off_t)slot * META_SLOT_SIZE) == 0);
+}
+
+/* Bitmap page layout (meta.c): 511 words, page number, CRC32C. */
+#define PAGE_WORDS 511u
+#define PAGE_NUM_OFF 4088
+#define PAGE_CRC_OFF 4092
+
+/* Edits bytes of bitmap page `page` (of the file, bitmaps one after the
+ * other) and, with fix_crc, recomputes its CRC. */
+static void patch_page(size_t page, size_t off, const void *val, size_t len, bool fix_crc)
+{
+	uint8_t pg[4096];
+	uint32_t crc;
+	off_t at = 8192 + (off_t)page * 4096;
+
+	CHECK(raw_rw(false, pg, sizeof(pg), at) == 0);
+	memcpy(pg + off, val, len);
+	if (fix_crc) {
+		crc = htole32(crc32c(0, pg, PAGE_CRC_OFF));
+		memcpy(pg + PAGE_CRC_OFF, &crc, 4);
+	}
+	CHECK(raw_rw(true, pg, sizeof(pg), at) == 0);
 }
 
 static off_t file_size(void)
@@ -440,7 +464,7 @@ static void test_bad_fields(void)
 	CHECK(open_expect_fail() == -EUCLEAN);
 
 	/* A newer format version is reported as such, not as garbage. */
-	v = htole32(3);
+	v = htole32(4);
 	patch_slot(0, 8, &v, 4);
 	patch_slot(1, 8, &v, 4);
 	CHECK(open_expect_fail() == -EPROTONOSUPPORT);
@@ -559,7 +583,8 @@ static void test_bitmap_pages(void)
 	meta_close(m);
 
 	/* The documented layout: word 0 of peer 0 at 8192, of peer 1 at
-	 * 8192 + stride; bit b of word w is region 64 w + b. */
+	 * 8192 + stride; bit b of word w is region 64 w + b (words 0..510 in
+	 * the first page). */
 	CHECK(raw_rw(false, &raw, 8, 8192) == 0);
 	CHECK(le64toh(raw) == (1ull | 1ull << 63));
 	CHECK(raw_rw(false, &raw, 8, 8192 + 8) == 0);
@@ -582,9 +607,10 @@ static void test_bitmap_pages(void)
 		CHECK(meta_bit_test(m, 1, 69999) && meta_bits_count(m, 1) == 2);
 	meta_close(m);
 
-	/* Junk past the last region is dropped on open. */
+	/* Junk past the last region (in the last word of the last page, one
+	 * that passes its check) is dropped on open. */
 	raw = htole64(~0ull);
-	CHECK(raw_rw(true, &raw, 8, 8192 + 12288 - 8) == 0);
+	patch_page(2, (PAGE_WORDS - 1) * 8, &raw, 8, true);
 	m = NULL;
 	CHECK(meta_open(path, &m) == 0);
 	if (m)
@@ -647,6 +673,133 @@ static void test_bitmap_model(void)
 		return;
 	for (uint64_t r = 0; r < N; r++)
 		CHECK(meta_bit_test(m, 0, r) == model[r]);
+	meta_close(m);
+}
+
+/* A damaged bitmap page: every region it covers is dirty, the other pages
+ * and bitmaps keep exactly their bits, and the page is rewritten so that
+ * the next open finds nothing wrong.  70000 regions of 4 KiB: 3 pages per
+ * bitmap; page 1 covers regions 32704..65407, page 2 65408..69999. */
+static void test_bitmap_damage(void)
+{
+	static const uint64_t p0[] = { 5, 40000, 69000 };
+	const uint64_t size = 70000ull * 4096;
+	struct meta_super sb;
+	struct meta *m = NULL;
+	uint8_t b, pg[4096];
+
+	make_path("bm-damage");
+	init_super(&sb, size, 12);
+	CHECK(meta_create(path, &sb, &m) == 0);
+	if (!m)
+		return;
+	for (unsigned i = 0; i < 3; i++)
+		CHECK(meta_bits_set_range(m, 0, p0[i] << 12, 1) == 1);
+	CHECK(meta_bits_set_range(m, 1, 7 << 12, 1) == 1);
+	CHECK(meta_bits_set_range(m, META_INTENT, 50000ull << 12, 1) == 1);
+	CHECK(meta_bitmap_flush(m) == 0);
+	meta_close(m);
+
+	/* One flipped bit, the one of region 40000 (word 625, the 115th of
+	 * page 1): without the check, region 40000 would be skipped. */
+	CHECK(raw_rw(false, &b, 1, 8192 + 4096 + (625 - PAGE_WORDS) * 8) == 0);
+	b ^= 1;
+	patch_page(1, (625 - PAGE_WORDS) * 8, &b, 1, false);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_bad_pages(m) == 1);
+	CHECK(meta_bit_test(m, 0, 40000));
+	CHECK(meta_bits_count(m, 0) == 2 + (65408 - 32704));
+	CHECK(meta_bit_test(m, 0, 5) && !meta_bit_test(m, 0, 6) && meta_bit_test(m, 0, 69000));
+	CHECK(!meta_bit_test(m, 0, 32703) && meta_bit_test(m, 0, 32704));
+	CHECK(meta_bit_test(m, 0, 65407) && !meta_bit_test(m, 0, 65408));
+	CHECK(meta_bits_count(m, 1) == 1 && meta_bit_test(m, 1, 7));
+	CHECK(meta_bits_count(m, META_INTENT) == 1 && meta_bit_test(m, META_INTENT, 50000));
+	CHECK(!meta_bitmap_needs_flush(m));	/* already rewritten */
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_bad_pages(m) == 0 && meta_bits_count(m, 0) == 2 + (65408 - 32704));
+	meta_close(m);
+
+	/* A page written at the wrong place (peer 0's page 0 over peer 1's,
+	 * its own check intact) and a damaged check of the activity log's
+	 * last, partial page: both ranges dirty, nothing else. */
+	CHECK(raw_rw(false, pg, sizeof(pg), 8192) == 0);
+	CHECK(raw_rw(true, pg, sizeof(pg), 8192 + 3 * 4096) == 0);
+	b = 0x5a;
+	patch_page(8, PAGE_CRC_OFF, &b, 1, false);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_bad_pages(m) == 2);
+	CHECK(meta_bits_count(m, 0) == 2 + (65408 - 32704));
+	CHECK(meta_bits_count(m, 1) == 32704 && meta_bit_next(m, 1, 32704) == 70000);
+	CHECK(meta_bits_count(m, META_INTENT) == 1 + (70000 - 65408));
+	CHECK(meta_bit_next(m, META_INTENT, 50001) == 65408);
+	meta_close(m);
+}
+
+/* A format 2 file (bare pages of 512 words, no checks) opens with every
+ * bit and is upgraded: format 3 from then on, seq + 1, nothing left
+ * beside it.  65536 regions of 4 KiB are 1024 words: 2 bare pages, 3
+ * checked ones, so every bitmap but the first moves. */
+static void test_upgrade(void)
+{
+	static const uint64_t bits[META_BITMAPS][3] = {
+		{ 0, 511 * 64, 65535 }, { 1, 32767, 40000 }, { 2, 100, 65534 },
+	};
+	const uint64_t size = 65536ull * 4096, bare = 8192;
+	static uint64_t words[1024];
+	struct meta_super sb;
+	struct meta *m = NULL;
+	uint32_t v = htole32(2);
+	uint64_t st = htole64(bare);
+
+	make_path("upgrade");
+	init_super(&sb, size, 12);
+	CHECK(meta_create(path, &sb, &m) == 0);
+	if (!m)
+		return;
+	meta_close(m);
+	/* The same slots with version 2 and the bare stride, bare bitmaps. */
+	for (unsigned s = 0; s < 2; s++) {
+		patch_slot(s, 8, &v, 4);
+		patch_slot(s, 104, &st, 8);
+	}
+	CHECK(truncate(path, 8192 + META_BITMAPS * bare) == 0);
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
+		memset(words, 0, sizeof(words));
+		for (unsigned k = 0; k < 3; k++)
+			words[bits[i][k] / 64] |= htole64(1ull << (bits[i][k] % 64));
+		CHECK(raw_rw(true, words, sizeof(words), (off_t)(8192 + i * bare)) == 0);
+	}
+
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_bad_pages(m) == 0);
+	CHECK(super_same(meta_get(m), &sb) && meta_get(m)->seq == 2);
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		check_bits_equal(m, i, bits[i], 3);
+	CHECK(file_size() == 8192 + META_BITMAPS * 12288);
+	CHECK(dir_entries() == 1);
+	CHECK(raw_rw(false, &v, 4, 8) == 0 && le32toh(v) == 3);
+	CHECK(raw_rw(false, &v, 4, 4096 + 8) == 0 && le32toh(v) == 3);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_get(m)->seq == 2 && meta_bad_pages(m) == 0);
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		check_bits_equal(m, i, bits[i], 3);
 	meta_close(m);
 }
 
@@ -865,6 +1018,10 @@ int main(void)
 	test_bitmap_edges();
 	test_bitmap_pages();
 	test_bitmap_model();
+	test_bitmap_damage();
+	clean_dir();
+	test_upgrade();
+	clean_dir();
 	test_ids();
 	clean_dir();
 	test_grow();
