@@ -150,8 +150,17 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
 	uint64_t clients = 0;
-	char line[1024];
+	char line[1024], text[512];
 
+	if (json_get_bool(v, "failed")) {
+		snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  failed: %s",
+			 w->vol, cli_or_unknown(json_get_str(v, "name")),
+			 w->role, cli_or_unknown(json_get_str(v, "role")),
+			 w->disk, cli_or_unknown(json_get_str(v, "disk")),
+			 cli_clean(cli_or_unknown(json_get_str(v, "reason")), text, sizeof(text)));
+		put_line(line);
+		return;
+	}
 	json_get_u64(v, "clients", &clients);
 	snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  clients %" PRIu64 "%s",
 		 w->vol, cli_or_unknown(json_get_str(v, "name")),
@@ -177,6 +186,8 @@ static enum health volume_health(const struct json_value *v, char *why, size_t w
 	const struct json_value *grow = json_get(v, "grow");
 
 	hv.grow_error = grow ? json_get_str(grow, "error") : NULL;
+	if (json_get_bool(v, "failed"))
+		hv.failed = json_get_str(v, "reason") ? json_get_str(v, "reason") : "";
 
 	if (!peers || peers->type != JSON_ARRAY) {
 		snprintf(why, whylen, "%s: no peer list", cli_or_unknown(hv.name));

@@ -28,6 +28,7 @@
 #include "log.h"
 #include "util.h"
 #include "voldb.h"
+#include "volfail.h"
 
 static void notify(struct clusterd *cd)
 {
@@ -214,12 +215,13 @@ static bool def_has_node(const struct voldef *d, const char *node)
 static void attach(struct clusterd *cd, const struct voldef *d)
 {
 	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
-	char backing[4096], meta[4096], port[8];
+	char backing[4096], meta[4096], port[8], error[512] = "";
 	struct repl_volume_config vc = {
 		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
 		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
 		.key_len = cd->key_len, .uuid = d->uuid,
 		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
+		.error = error, .error_len = sizeof(error),
 	};
 	int r;
 
@@ -238,9 +240,13 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	mkdir(dir, 0700);
 	r = repl_volume_add(cd->eng, &vc, NULL);
 	if (r < 0) {
-		log_err_errno(-r, "cluster: cannot attach volume %s", d->name);
+		/* Its peers see it Disconnected; status here says why. */
+		log_err("cluster: volume %s failed: %s; it is not served, the other volumes "
+			"are", d->name, error[0] ? error : strerror(-r));
+		volfail_set(cd->failed, d->name, error[0] ? error : strerror(-r));
 		return;
 	}
+	volfail_clear(cd->failed, d->name);
 	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
 	log_notice("cluster: volume %s attached (%s)", d->name, backing);
 }
@@ -295,6 +301,7 @@ static void apply_def(struct clusterd *cd, const struct voldef *d)
 	bool mine = def_has_node(d, cd->cfg->node);
 
 	if (d->deleted || !mine) {
+		volfail_clear(cd->failed, d->name);
 		if (vol && repl_volume_remove(vol) < 0)
 			log_warn("cluster: volume %s is deleted but Primary or in use here: "
 				 "it goes when demoted and unused", d->name);
@@ -704,7 +711,8 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 }
 
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
-		  const uint8_t *key, size_t key_len, struct clusterd **out)
+		  const uint8_t *key, size_t key_len, struct volfail *failed,
+		  struct clusterd **out)
 {
 	static const struct cluster_ops ops = { deliver, membership, quorum, connection };
 	struct clusterd *cd = calloc(1, sizeof(*cd));
@@ -718,6 +726,7 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 	cd->cfg = cfg;
 	cd->key = key;
 	cd->key_len = key_len;
+	cd->failed = failed;
 	snprintf(dir, sizeof(dir), "%s/volumes", cfg->state_dir);
 	r = voldb_new(dir, &cd->db);
 	if (r == 0 && (r = voldb_load(cd->db)) > 0)

@@ -42,6 +42,7 @@ struct clusterd {
 	size_t key_len;
 	struct cluster *cl;
 	struct voldb *db;
+	struct volfail *failed;		/* replicas that could not be opened */
 	uint32_t nodeid;
 	char addr[CLMSG_ADDR_MAX];
 	bool ready;			/* connected, node name known */

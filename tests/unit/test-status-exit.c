@@ -189,6 +189,28 @@ static void test_grow(void)
 	CHECK_MSG(strstr(why, "StandAlone"), "why \"%s\"", why);
 }
 
+/* A volume that could not be opened: critical with its reason, whatever
+ * else it says (and even with unknown states beside it). */
+static void test_failed(void)
+{
+	struct health_volume v = {
+		.name = "bad1", .role = "Secondary", .disk = "Failed",
+		.failed = "metadata /s/bad1.meta is damaged",
+	};
+	char why[256];
+
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(!strcmp(why, "bad1: failed (metadata /s/bad1.meta is damaged)"),
+		  "why \"%s\"", why);
+	v.role = "Bogus";
+	v.disk = NULL;
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "bad1: failed (metadata"), "why \"%s\"", why);
+	v.failed = "";
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "could not be opened"), "why \"%s\"", why);
+}
+
 static void test_no_why(void)
 {
 	struct health_volume v = { .name = "v", .role = "Primary", .disk = "Failed" };
@@ -205,6 +227,7 @@ int main(void)
 	test_cluster();
 	test_worse();
 	test_grow();
+	test_failed();
 	test_no_why();
 	return unit_done("test-status-exit");
 }
