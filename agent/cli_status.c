@@ -237,7 +237,8 @@ static enum health cluster_health(const struct json_value *c, char *why, size_t 
 	struct health_node hn[64];
 	struct health_cluster hc = {
 		.mode = json_get_str(c, "mode"), .connected = tristate(c, "connected"),
-		.quorate = tristate(c, "quorate"), .synced = tristate(c, "synced"), .nodes = hn,
+		.quorate = tristate(c, "quorate"), .synced = tristate(c, "synced"),
+		.mixed = tristate(c, "mixed"), .nodes = hn,
 	};
 
 	if (c && !hc.mode) {

@@ -256,6 +256,9 @@ enum health health_cluster(const struct health_cluster *c, char *why, size_t why
 	if (c->synced == 0)
 		found(&vd, HEALTH_DEGRADED, "cluster: state exchange running",
 		      "promotions wait for it");
+	if (c->mixed == 1)
+		found(&vd, HEALTH_DEGRADED, "cluster: mixed protocol versions",
+		      "promotions need --force, outdates of lost peers wait");
 	check_nodes(c, &vd);
 	return vd.h;
 }

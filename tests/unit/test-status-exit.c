@@ -112,26 +112,31 @@ static const struct {
 	const char *why;
 } cluster_cases[] = {
 	/* nothing to judge */
-	{ { NULL, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
-	{ { "static", -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
+	{ { NULL, -1, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
+	{ { "static", -1, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
 	/* healthy */
-	{ { "corosync", 1, 1, 1, 3, three_up }, HEALTH_OK, NULL },
-	{ { "corosync", 1, 1, 1, 0, NULL }, HEALTH_OK, NULL },
-	{ { "corosync", 1, 1, 1, 3, unnamed }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, 3, three_up }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, 0, NULL }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, 3, unnamed }, HEALTH_OK, NULL },
 	/* degraded */
-	{ { "corosync", 1, 1, 1, 3, n3_gone }, HEALTH_DEGRADED, "node n3 gone" },
-	{ { "corosync", 1, 1, 0, 3, three_up }, HEALTH_DEGRADED, "state exchange running" },
-	{ { "corosync", 1, 1, 0, 3, n3_gone }, HEALTH_DEGRADED, "state exchange" },
+	{ { "corosync", 1, 1, 1, 0, 3, n3_gone }, HEALTH_DEGRADED, "node n3 gone" },
+	{ { "corosync", 1, 1, 0, 0, 3, three_up }, HEALTH_DEGRADED, "state exchange running" },
+	{ { "corosync", 1, 1, 0, 0, 3, n3_gone }, HEALTH_DEGRADED, "state exchange" },
+	/* a member of another protocol version; an older daemon does not say */
+	{ { "corosync", 1, 1, 1, 1, 3, three_up }, HEALTH_DEGRADED, "mixed protocol versions" },
+	{ { "corosync", 1, 1, 1, -1, 3, three_up }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 1, 3, n3_gone }, HEALTH_DEGRADED, NULL },
+	{ { "corosync", 1, 0, 1, 1, 3, alone }, HEALTH_CRITICAL, "not quorate" },
 	/* critical */
-	{ { "corosync", 1, 0, 1, 3, alone }, HEALTH_CRITICAL, "partition not quorate" },
-	{ { "corosync", 1, 0, 0, 3, alone }, HEALTH_CRITICAL, "not quorate" },
-	{ { "corosync", 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "corosync not connected" },
-	{ { "corosync", 1, 0, -1, 3, three_up }, HEALTH_CRITICAL, "not quorate" },
+	{ { "corosync", 1, 0, 1, 0, 3, alone }, HEALTH_CRITICAL, "partition not quorate" },
+	{ { "corosync", 1, 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "not quorate" },
+	{ { "corosync", 0, 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "corosync not connected" },
+	{ { "corosync", 1, 0, -1, 0, 3, three_up }, HEALTH_CRITICAL, "not quorate" },
 	/* unknown */
-	{ { "raft", 1, 1, 1, 3, three_up }, HEALTH_UNKNOWN, "unknown mode raft" },
-	{ { "corosync", 1, -1, 1, 3, three_up }, HEALTH_UNKNOWN, "quorate" },
-	{ { "corosync", -1, 1, 1, 3, three_up }, HEALTH_UNKNOWN, "connected" },
-	{ { "corosync", 1, 1, -1, 3, n3_gone }, HEALTH_UNKNOWN, "synced" },
+	{ { "raft", 1, 1, 1, 0, 3, three_up }, HEALTH_UNKNOWN, "unknown mode raft" },
+	{ { "corosync", 1, -1, 1, 0, 3, three_up }, HEALTH_UNKNOWN, "quorate" },
+	{ { "corosync", -1, 1, 1, 0, 3, three_up }, HEALTH_UNKNOWN, "connected" },
+	{ { "corosync", 1, 1, -1, 0, 3, n3_gone }, HEALTH_UNKNOWN, "synced" },
 };
 
 static void test_cluster(void)
@@ -149,7 +154,7 @@ static void test_cluster(void)
 				  "cluster case %zu: why \"%s\" lacks \"%s\"", i, why,
 				  cluster_cases[i].why);
 	}
-	CHECK(health_cluster(&cluster_cases[8].c, NULL, 0) == HEALTH_CRITICAL);
+	CHECK(health_cluster(&cluster_cases[12].c, NULL, 0) == HEALTH_CRITICAL);
 }
 
 static void test_worse(void)
