@@ -267,17 +267,47 @@ static void print_status(const struct json_value *ans, const struct json_value *
 		print_volume(v, &w);
 }
 
+/* status --json without an answer: still one JSON object on stdout, for
+ * a monitor that parses it ({"ok":false,"state":"unknown","reason":...}).
+ * The reason is the errno of the exchange (the stderr line says more). */
+static void print_unknown_json(const struct cli *cli, int err)
+{
+	struct json_writer w;
+	const char *text;
+	char reason[512];
+	size_t len;
+
+	snprintf(reason, sizeof(reason), err == -EPROTO ?
+		 "no usable answer from %s" : "cannot reach replagentd at %s: %s",
+		 cli->socket, strerror(-err));
+	json_writer_init(&w);
+	json_obj_begin(&w);
+	json_kv_bool(&w, "ok", false);
+	json_kv_str(&w, "state", "unknown");
+	json_kv_str(&w, "reason", reason);
+	json_obj_end(&w);
+	if (json_writer_result(&w, &text, &len) == 0)
+		printf("%s\n", text);
+	else
+		printf("{\"ok\":false,\"state\":\"unknown\",\"reason\":null}\n");
+	json_writer_release(&w);
+}
+
 int cli_cmd_status(struct cli *cli)
 {
 	struct json_value *ans;
 	const struct json_value *vols;
 	char req[256], *raw, why[256];
 	enum health h;
+	int r;
 
 	snprintf(req, sizeof(req), "status%s%s\n", cli->n_args ? " " : "",
 		 cli->n_args ? cli->args[0] : "");
-	if (cli_ask(cli, req, &ans, &raw) < 0)
+	if ((r = cli_ask(cli, req, &ans, &raw)) < 0) {
+		if (cli->flag)
+			print_unknown_json(cli, r);
 		return HEALTH_UNKNOWN;
+	}
 	if (cli->flag)
 		printf("%s\n", raw);
 	free(raw);
