@@ -150,8 +150,17 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
 	uint64_t clients = 0, damaged = 0;
-	char line[1024], part[128];
+	char line[1024], part[128], text[512];
 
+	if (json_get_bool(v, "failed")) {
+		snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  failed: %s",
+			 w->vol, cli_or_unknown(json_get_str(v, "name")),
+			 w->role, cli_or_unknown(json_get_str(v, "role")),
+			 w->disk, cli_or_unknown(json_get_str(v, "disk")),
+			 cli_clean(cli_or_unknown(json_get_str(v, "reason")), text, sizeof(text)));
+		put_line(line);
+		return;
+	}
 	json_get_u64(v, "clients", &clients);
 	snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  clients %" PRIu64 "%s",
 		 w->vol, cli_or_unknown(json_get_str(v, "name")),
@@ -182,6 +191,8 @@ static enum health volume_health(const struct json_value *v, char *why, size_t w
 	const struct json_value *grow = json_get(v, "grow");
 
 	hv.grow_error = grow ? json_get_str(grow, "error") : NULL;
+	if (json_get_bool(v, "failed"))
+		hv.failed = json_get_str(v, "reason") ? json_get_str(v, "reason") : "";
 
 	if (!peers || peers->type != JSON_ARRAY) {
 		snprintf(why, whylen, "%s: no peer list", cli_or_unknown(hv.name));
@@ -231,7 +242,8 @@ static enum health cluster_health(const struct json_value *c, char *why, size_t 
 	struct health_node hn[64];
 	struct health_cluster hc = {
 		.mode = json_get_str(c, "mode"), .connected = tristate(c, "connected"),
-		.quorate = tristate(c, "quorate"), .synced = tristate(c, "synced"), .nodes = hn,
+		.quorate = tristate(c, "quorate"), .synced = tristate(c, "synced"),
+		.mixed = tristate(c, "mixed"), .nodes = hn,
 	};
 
 	if (c && !hc.mode) {
@@ -260,17 +272,47 @@ static void print_status(const struct json_value *ans, const struct json_value *
 		print_volume(v, &w);
 }
 
+/* status --json without an answer: still one JSON object on stdout, for
+ * a monitor that parses it ({"ok":false,"state":"unknown","reason":...}).
+ * The reason is the errno of the exchange (the stderr line says more). */
+static void print_unknown_json(const struct cli *cli, int err)
+{
+	struct json_writer w;
+	const char *text;
+	char reason[512];
+	size_t len;
+
+	snprintf(reason, sizeof(reason), err == -EPROTO ?
+		 "no usable answer from %s" : "cannot reach replagentd at %s: %s",
+		 cli->socket, strerror(-err));
+	json_writer_init(&w);
+	json_obj_begin(&w);
+	json_kv_bool(&w, "ok", false);
+	json_kv_str(&w, "state", "unknown");
+	json_kv_str(&w, "reason", reason);
+	json_obj_end(&w);
+	if (json_writer_result(&w, &text, &len) == 0)
+		printf("%s\n", text);
+	else
+		printf("{\"ok\":false,\"state\":\"unknown\",\"reason\":null}\n");
+	json_writer_release(&w);
+}
+
 int cli_cmd_status(struct cli *cli)
 {
 	struct json_value *ans;
 	const struct json_value *vols;
 	char req[256], *raw, why[256];
 	enum health h;
+	int r;
 
 	snprintf(req, sizeof(req), "status%s%s\n", cli->n_args ? " " : "",
 		 cli->n_args ? cli->args[0] : "");
-	if (cli_ask(cli, req, &ans, &raw) < 0)
+	if ((r = cli_ask(cli, req, &ans, &raw)) < 0) {
+		if (cli->flag)
+			print_unknown_json(cli, r);
 		return HEALTH_UNKNOWN;
+	}
 	if (cli->flag)
 		printf("%s\n", raw);
 	free(raw);

@@ -15,7 +15,8 @@
  *
  * Decoding reads through a bounded cursor (a short payload sets an error,
  * it never reads past the end), then runs the same validity checks as
- * encoding. */
+ * encoding.  Whether a valid message may come from the member that sent
+ * it is a separate check (clmsg_check_sender): decoding knows no sender. */
 #include "config.h"
 
 #include <errno.h>
@@ -461,6 +462,17 @@ static int decode_hdr(const uint8_t *buf, size_t len, uint16_t *type)
 	return 0;
 }
 
+int clmsg_peek(const uint8_t *buf, size_t len, uint16_t *version, uint16_t *type)
+{
+	struct reader r = { buf, len, false };
+
+	if (len < CLMSG_HDR_LEN || get_u32(&r) != CLMSG_MAGIC)
+		return -EPROTO;
+	*version = get_u16(&r);
+	*type = get_u16(&r);
+	return 0;
+}
+
 int clmsg_decode(const uint8_t *buf, size_t len, struct clmsg *out)
 {
 	struct reader r;
@@ -479,4 +491,38 @@ int clmsg_decode(const uint8_t *buf, size_t len, struct clmsg *out)
 		return -EPROTO;
 	}
 	return 0;
+}
+
+/* ---- the sender ---------------------------------------------------------- */
+
+static int not_sender(const char **why, const char *msg)
+{
+	if (why)
+		*why = msg;
+	return -EPERM;
+}
+
+int clmsg_check_sender(const struct clmsg *m, const struct clmsg_sender *s, const char **why)
+{
+	switch (m->type) {
+	case CLMSG_ANNOUNCE:
+		if (m->u.announce.nodeid != s->nodeid)
+			return not_sender(why, "it announces another nodeid than its own");
+		if (s->name && strcmp(m->u.announce.node, s->name))
+			return not_sender(why, "it announces another name than corosync's");
+		return 0;
+	case CLMSG_OUTDATE:
+		return m->u.outdate.from == s->nodeid ? 0 :
+			not_sender(why, "its outdate record names another sender");
+	case CLMSG_ROLE:
+		if (!s->name)
+			return not_sender(why, "it claims a role before it announced itself");
+		return strcmp(m->u.role.node, s->name) == 0 ? 0 :
+			not_sender(why, "it claims another node's role");
+	case CLMSG_SYNC_DONE:
+		return m->u.sync_done.nodeid == s->nodeid ? 0 :
+			not_sender(why, "it ends another node's state exchange");
+	default:
+		return 0;
+	}
 }

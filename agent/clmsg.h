@@ -138,5 +138,25 @@ ssize_t clmsg_encode(const struct clmsg *m, uint8_t *buf, size_t cap);
  * field, bytes left over), -EPROTONOSUPPORT (version), -EMSGSIZE (length
  * field disagrees with len, or outside the type's bounds). */
 int clmsg_decode(const uint8_t *buf, size_t len, struct clmsg *out);
+/* The header of a message of any protocol version, so that a receiver can
+ * tell another version from garbage: 0 with *version and *type (as that
+ * version numbers its types), or -EPROTO (shorter than a header, bad
+ * magic). */
+int clmsg_peek(const uint8_t *buf, size_t len, uint16_t *version, uint16_t *type);
+
+/* The member that sent a message: corosync's word, not the message's. */
+struct clmsg_sender {
+	uint32_t nodeid;		/* the CPG sender */
+	const char *name;		/* its node name as corosync names it, or
+					 * as it announced itself (checked then);
+					 * NULL: not known */
+};
+/* 0 if every node id and name that m gives for its own sender is the
+ * sender's: ANNOUNCE's nodeid (and its name, when s->name is known),
+ * OUTDATE's from, ROLE's node (whose name must be known: a member names
+ * itself before it claims a role), SYNC_DONE's nodeid.  A VOLDEF names
+ * its author, not its sender (every member repeats every definition), and
+ * passes.  -EPERM otherwise, with *why (if why) a static sentence. */
+int clmsg_check_sender(const struct clmsg *m, const struct clmsg_sender *s, const char **why);
 
 #endif

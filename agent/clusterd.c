@@ -28,6 +28,7 @@
 #include "log.h"
 #include "util.h"
 #include "voldb.h"
+#include "volfail.h"
 
 static void notify(struct clusterd *cd)
 {
@@ -214,12 +215,13 @@ static bool def_has_node(const struct voldef *d, const char *node)
 static void attach(struct clusterd *cd, const struct voldef *d)
 {
 	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
-	char backing[4096], meta[4096], port[8];
+	char backing[4096], meta[4096], port[8], error[512] = "";
 	struct repl_volume_config vc = {
 		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
 		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
 		.key_len = cd->key_len, .uuid = d->uuid,
 		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
+		.error = error, .error_len = sizeof(error),
 	};
 	int r;
 
@@ -238,9 +240,13 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	mkdir(dir, 0700);
 	r = repl_volume_add(cd->eng, &vc, NULL);
 	if (r < 0) {
-		log_err_errno(-r, "cluster: cannot attach volume %s", d->name);
+		/* Its peers see it Disconnected; status here says why. */
+		log_err("cluster: volume %s failed: %s; it is not served, the other volumes "
+			"are", d->name, error[0] ? error : strerror(-r));
+		volfail_set(cd->failed, d->name, error[0] ? error : strerror(-r));
 		return;
 	}
+	volfail_clear(cd->failed, d->name);
 	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
 	log_notice("cluster: volume %s attached (%s)", d->name, backing);
 }
@@ -295,6 +301,7 @@ static void apply_def(struct clusterd *cd, const struct voldef *d)
 	bool mine = def_has_node(d, cd->cfg->node);
 
 	if (d->deleted || !mine) {
+		volfail_clear(cd->failed, d->name);
 		if (vol && repl_volume_remove(vol) < 0)
 			log_warn("cluster: volume %s is deleted but Primary or in use here: "
 				 "it goes when demoted and unused", d->name);
@@ -419,6 +426,14 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 		repl_volume_peer_outdated(vol, o->node);
 	if (from != cd->nodeid || !cd->effective)
 		return;
+	/* A member of another protocol version may not have it: not done
+	 * (I/O waits); sent again when the group changes (other_version()). */
+	if (cd->n_others) {
+		log_warn("cluster: %s: the record that %s is Outdated is not acknowledged: "
+			 "node %" PRIu32 " speaks another protocol version", o->volume, o->node,
+			 cd->others[0].nodeid);
+		return;
+	}
 	/* Our own record came back through a quorate group: every member of
 	 * this configuration has it. */
 	for (pp = &cd->pending; (po = *pp); pp = &po->next) {
@@ -483,17 +498,102 @@ static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role 
 	set_primary(cd, r->volume, r->node, from, r->role != CLMSG_ROLE_SECONDARY);
 }
 
+/* The name the group knows sender by: ours, the one it announced (checked
+ * against corosync's then), else corosync's.  An ANNOUNCE is always
+ * checked against corosync's: that is where a name comes from. */
+static const char *sender_name(struct clusterd *cd, uint32_t sender, uint16_t type,
+			       char *buf, size_t len)
+{
+	const char *known = name_of(cd, sender);
+
+	if (sender == cd->nodeid)
+		return cd->cfg->node;
+	if (known && type != CLMSG_ANNOUNCE)
+		return known;
+	return cluster_node_name(cd->cl, sender, buf, len) == 0 ? buf : NULL;
+}
+
+/* A message that names its sender must name the member corosync says sent
+ * it: otherwise one member could announce another's address (and take its
+ * replication links), claim its role, or end its state exchange. */
+static bool sender_ok(struct clusterd *cd, uint32_t sender, const struct clmsg *m)
+{
+	char buf[CLMSG_NAME_MAX];
+	struct clmsg_sender s = { sender, sender_name(cd, sender, m->type, buf, sizeof(buf)) };
+	const char *why = "";
+
+	if (clmsg_check_sender(m, &s, &why) == 0)
+		return true;
+	log_warn("cluster: node %" PRIu32 " (%s) sent a %s that is not its own: %s; dropped",
+		 sender, s.name ? s.name : "name unknown", clmsg_type_name(m->type), why);
+	return false;
+}
+
+static struct other_version *other_of(struct clusterd *cd, uint32_t nodeid)
+{
+	for (size_t i = 0; i < cd->n_others; i++)
+		if (cd->others[i].nodeid == nodeid)
+			return &cd->others[i];
+	return NULL;
+}
+
+/* A member that speaks another protocol version: nothing it sends can be
+ * read here, and we cannot know that it read what we sent.  It may have
+ * sent an OUTDATE (a version may number its types otherwise: any of its
+ * messages may be one), perhaps about a replica of ours; and it may not
+ * have recorded our own OUTDATEs, although they come back to us through
+ * the group.  So, while it is a member (the cluster is "mixed"):
+ *  - our own outdate records are not acknowledged (on_outdate): a Primary
+ *    that lost a peer keeps its I/O waiting, as without quorum, rather
+ *    than take a record as done that a member may not have;
+ *  - this node promotes nothing without --force (clusterd__mixed_rule):
+ *    a record it could not read may say its replica is Outdated;
+ *  - its SYNC_DONE cannot be read, so the state exchange does not wait for
+ *    it (or it would never end and every volume would freeze);
+ *  - status says so (degraded), and this is logged once, not per message. */
+static void other_version(struct clusterd *cd, uint32_t nodeid, const void *msg, size_t len)
+{
+	uint16_t version = 0, type = 0;
+
+	if (clmsg_peek(msg, len, &version, &type) < 0 || other_of(cd, nodeid) ||
+	    cd->n_others == ARRAY_SIZE(cd->others))
+		return;
+	cd->others[cd->n_others++] = (struct other_version){ nodeid, version };
+	log_warn("cluster: node %" PRIu32 " speaks cluster protocol version %u, this node %u: "
+		 "its messages are ignored; until it leaves the group this node promotes "
+		 "nothing without --force and holds I/O that waits for an outdate",
+		 nodeid, version, CLMSG_VERSION);
+	on_sync_done(cd, nodeid);
+	notify(cd);
+}
+
+int clusterd__mixed_rule(const struct clusterd *cd, char *why, size_t len)
+{
+	if (!cd->n_others)
+		return 0;
+	snprintf(why, len, "node %" PRIu32 " speaks cluster protocol version %u (this node %u): "
+		 "its records cannot be read here; upgrade it or stop it, or use --force",
+		 cd->others[0].nodeid, cd->others[0].version, CLMSG_VERSION);
+	return -EPERM;
+}
+
 static void deliver(void *arg, uint32_t nodeid, const void *msg, size_t len)
 {
 	struct clusterd *cd = arg;
 	struct clmsg m;
 	int r = clmsg_decode(msg, len, &m);
 
+	if (r == -EPROTONOSUPPORT) {
+		other_version(cd, nodeid, msg, len);
+		return;
+	}
 	if (r < 0) {
 		log_warn("cluster: node %" PRIu32 " sent an invalid message: %s", nodeid,
 			 strerror(-r));
 		return;
 	}
+	if (!sender_ok(cd, nodeid, &m))
+		return;
 	switch (m.type) {
 	case CLMSG_ANNOUNCE: on_announce(cd, &m.u.announce); break;
 	case CLMSG_VOLDEF: on_voldef(cd, &m.u.voldef); break;
@@ -519,6 +619,14 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 			cd->primaries[i] = cd->primaries[--cd->n_primaries];
 		else
 			i++;
+	for (size_t i = 0; i < cd->n_others; )
+		if (!clusterd__is_member(cd, cd->others[i].nodeid)) {
+			log_notice("cluster: node %" PRIu32 " (protocol version %u) left",
+				   cd->others[i].nodeid, cd->others[i].version);
+			cd->others[i] = cd->others[--cd->n_others];
+		} else {
+			i++;
+		}
 	log_info("cluster: %zu member(s), %zu joined, %zu left", n, nj, nl);
 	/* A node that left takes its replication links with it now, not at
 	 * their ping timeout: a promotion here must not wait for them. */
@@ -529,8 +637,11 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 		for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
 			repl_volume_peer_gone(v, gone);
 	}
-	memcpy(cd->sync_wait, cd->members, cd->n_members * sizeof(*members));
-	cd->n_sync_wait = cd->n_members;
+	/* Members of another version never send a SYNC_DONE we can read. */
+	cd->n_sync_wait = 0;
+	for (size_t i = 0; i < cd->n_members; i++)
+		if (!other_of(cd, cd->members[i]))
+			cd->sync_wait[cd->n_sync_wait++] = cd->members[i];
 	cd->synced = false;
 	apply_quorum(cd);
 	if (cd->ready)
@@ -704,7 +815,8 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 }
 
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
-		  const uint8_t *key, size_t key_len, struct clusterd **out)
+		  const uint8_t *key, size_t key_len, struct volfail *failed,
+		  struct clusterd **out)
 {
 	static const struct cluster_ops ops = { deliver, membership, quorum, connection };
 	struct clusterd *cd = calloc(1, sizeof(*cd));
@@ -718,6 +830,7 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 	cd->cfg = cfg;
 	cd->key = key;
 	cd->key_len = key_len;
+	cd->failed = failed;
 	snprintf(dir, sizeof(dir), "%s/volumes", cfg->state_dir);
 	r = voldb_new(dir, &cd->db);
 	if (r == 0 && (r = voldb_load(cd->db)) > 0)

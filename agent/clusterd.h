@@ -17,13 +17,17 @@
 struct clusterd;
 struct control;
 struct clview;
+struct volfail;
 
 /* cfg->node is set to corosync's name of this node once it is known.  The
  * engine's hooks are the caller's to install (replagentd dispatches them to
  * clusterd_hook_outdate, clusterd_hook_changed and clusterd_hook_may_promote,
- * and to its events). */
+ * and to its events).  A replica that cannot be opened is recorded in
+ * failed (with the reason; cleared when it opens later), and the others
+ * go on. */
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
-		  const uint8_t *key, size_t key_len, struct clusterd **out);
+		  const uint8_t *key, size_t key_len, struct volfail *failed,
+		  struct clusterd **out);
 /* Adds volume commands, the quorum rule and the cluster view to the
  * control socket. */
 void clusterd_attach_control(struct clusterd *cd, struct control *ctl);

@@ -47,16 +47,22 @@ static int promotion_rules(struct clusterd *cd, struct repl_volume *vol, bool ta
 	return 0;
 }
 
+/* In a mixed cluster (clusterd.c, other_version()) only a person who
+ * says so promotes. */
 static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *why,
 			 size_t len)
 {
-	return promotion_rules(arg, vol, false, why, len);
+	int r = promotion_rules(arg, vol, false, why, len);
+
+	return r == 0 && !force ? clusterd__mixed_rule(arg, why, len) : r;
 }
 
 int clusterd_hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
 			      size_t len)
 {
-	return promotion_rules(arg, vol, takeover, why, len);
+	int r = promotion_rules(arg, vol, takeover, why, len);
+
+	return r == 0 ? clusterd__mixed_rule(arg, why, len) : r;
 }
 
 static void answer_ok(struct json_writer *w)
@@ -284,6 +290,10 @@ void clusterd_view(const struct clusterd *cd, struct clview *out)
 	out->connected = cluster_connected(cd->cl);
 	out->quorate = cd->quorate;
 	out->synced = cd->synced;
+	out->protocol = CLMSG_VERSION;
+	for (size_t i = 0; i < cd->n_others && i < CLVIEW_NODES_MAX; i++)
+		out->others[out->n_others++] = (struct clview_other){
+			cd->others[i].nodeid, cd->others[i].version };
 	for (size_t i = 0; i < cd->n_nodes; i++) {
 		struct clview_node *n = view_node(out, cd->nodes[i].nodeid, cd->nodes[i].node);
 		if (n)

@@ -28,6 +28,12 @@ struct pending_outdate {
 	uint64_t token;
 };
 
+struct other_version {		/* a member whose messages are of another
+				 * protocol version (logged once) */
+	uint32_t nodeid;
+	uint16_t version;
+};
+
 struct primary_rec {		/* who said it is Primary of a volume */
 	char volume[CLMSG_NAME_MAX];
 	char node[CLMSG_NAME_MAX];
@@ -42,6 +48,7 @@ struct clusterd {
 	size_t key_len;
 	struct cluster *cl;
 	struct voldb *db;
+	struct volfail *failed;		/* replicas that could not be opened */
 	uint32_t nodeid;
 	char addr[CLMSG_ADDR_MAX];
 	bool ready;			/* connected, node name known */
@@ -56,6 +63,9 @@ struct clusterd {
 	size_t n_members;
 	struct known_node nodes[MAX_NODES];
 	size_t n_nodes;
+	struct other_version others[MAX_NODES];	/* members now: the cluster is
+						 * mixed while there is one */
+	size_t n_others;
 	struct primary_rec primaries[256];
 	size_t n_primaries;
 	struct pending_outdate *pending;
@@ -71,5 +81,7 @@ void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m);
 bool clusterd__is_member(const struct clusterd *cd, uint32_t nodeid);
 /* Another member that says it is Primary of volume (not this node). */
 struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume);
+/* The promotion rule of a mixed cluster: 0, or -EPERM and why. */
+int clusterd__mixed_rule(const struct clusterd *cd, char *why, size_t len);
 
 #endif

@@ -29,6 +29,17 @@ void clview_put(struct json_writer *w, const struct clview *v)
 		for (unsigned i = 0; i < v->n_nodes && i < CLVIEW_NODES_MAX; i++)
 			put_node(w, &v->nodes[i]);
 		json_arr_end(w);
+		json_kv_u64(w, "protocol", v->protocol);
+		json_kv_bool(w, "mixed", v->n_others > 0);
+		json_key(w, "other_protocols");
+		json_arr_begin(w);
+		for (unsigned i = 0; i < v->n_others && i < CLVIEW_NODES_MAX; i++) {
+			json_obj_begin(w);
+			json_kv_u64(w, "nodeid", v->others[i].nodeid);
+			json_kv_u64(w, "protocol", v->others[i].protocol);
+			json_obj_end(w);
+		}
+		json_arr_end(w);
 	}
 	json_obj_end(w);
 }

@@ -26,6 +26,11 @@ struct clview_node {
 	bool member;			/* in the group now */
 };
 
+struct clview_other {			/* a member of another protocol version */
+	uint32_t nodeid;
+	uint16_t protocol;
+};
+
 struct clview {
 	bool cluster;			/* false: static mode; the rest unset */
 	char node[CLVIEW_NAME_MAX + 1];
@@ -33,6 +38,9 @@ struct clview {
 	bool connected;			/* to corosync */
 	bool quorate;
 	bool synced;			/* every member sent its state */
+	uint16_t protocol;		/* this node's cluster protocol version */
+	unsigned n_others;		/* > 0: the cluster is mixed */
+	struct clview_other others[CLVIEW_NODES_MAX];
 	unsigned n_nodes;
 	struct clview_node nodes[CLVIEW_NODES_MAX];	/* by nodeid */
 };
@@ -41,8 +49,11 @@ struct clview {
  *   {"mode":"static"}, or
  *   {"mode":"corosync","node":"n1","nodeid":1,"connected":true,
  *    "quorate":true,"synced":true,"nodes":[{"name":"n1","nodeid":1,
- *    "address":"10.0.0.1","member":true},...]}
- * (a node's name is null until it announced itself). */
+ *    "address":"10.0.0.1","member":true},...],"protocol":1,"mixed":false,
+ *    "other_protocols":[]}
+ * (a node's name is null until it announced itself; other_protocols lists
+ * the members whose messages are of another protocol version, as
+ * {"nodeid":3,"protocol":2}, and mixed is true while there is one). */
 void clview_put(struct json_writer *w, const struct clview *v);
 
 #endif

@@ -41,6 +41,11 @@ void control_set_events(struct control *c, struct events *ev)
 	c->events = ev;
 }
 
+void control_set_failed(struct control *c, const struct volfail *vf)
+{
+	c->failed = vf;
+}
+
 /* ---- clients -------------------------------------------------------------- */
 
 /* Forgets cl; its fd is closed unless it was handed over (fd -1). */

@@ -23,6 +23,7 @@ struct control;
 struct json_writer;
 struct clview;
 struct events;
+struct volfail;
 
 /* What cluster mode adds to the control socket. */
 struct control_ext {
@@ -44,6 +45,9 @@ int control_open(struct evloop *loop, struct repl_engine *eng, const struct cfg 
 void control_set_ext(struct control *c, const struct control_ext *ext);
 /* Where "events" requests go (without: they are refused). */
 void control_set_events(struct control *c, struct events *ev);
+/* The volumes that could not be opened (volfail.h): status lists them,
+ * commands on them are refused with the reason.  vf must outlive c. */
+void control_set_failed(struct control *c, const struct volfail *vf);
 /* One element of a status answer's "volumes" (events carry the same). */
 void control_put_volume(struct json_writer *w, const struct repl_volume *vol);
 /* Drops all clients, closes and unlinks the socket.  NULL ok. */

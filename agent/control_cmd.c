@@ -17,6 +17,7 @@
 #include "json.h"
 #include "log.h"
 #include "util.h"
+#include "volfail.h"
 
 #define WORDS_MAX 8
 
@@ -146,14 +147,39 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_obj_end(w);
 }
 
+/* A volume this node should serve but could not open: listed, so that a
+ * monitor sees it (disk Failed: critical, with the reason), and never
+ * mistaken for a served one (up false, no peers). */
+static void put_failed(struct json_writer *w, const char *name, const char *reason)
+{
+	json_obj_begin(w);
+	json_kv_str(w, "name", name);
+	json_kv_bool(w, "failed", true);
+	json_kv_str(w, "reason", reason);
+	json_kv_str(w, "role", "Secondary");
+	json_kv_str(w, "disk", "Failed");
+	json_kv_u64(w, "clients", 0);
+	json_kv_bool(w, "io_frozen", false);
+	json_kv_bool(w, "up", false);
+	json_key(w, "peers");
+	json_arr_begin(w);
+	json_arr_end(w);
+	json_obj_end(w);
+}
+
 /* ---- requests -------------------------------------------------------------- */
 
+/* A command on a failed volume gets the reason it failed, not "no volume". */
 static struct repl_volume *find_volume(struct control *c, const char *name,
 				       struct json_writer *w)
 {
 	struct repl_volume *vol = repl_volume_find(c->eng, name);
+	const char *failed = vol ? NULL : volfail_reason(c->failed, name);
 
-	if (!vol)
+	if (failed)
+		control__answer_error(w, "volume \"%s\" failed to open on node %s: %s", name,
+				      c->cfg->node, failed);
+	else if (!vol)
 		control__answer_error(w, "no volume \"%s\" on node %s", name, c->cfg->node);
 	return vol;
 }
@@ -172,11 +198,15 @@ static void put_cluster(struct control *c, struct json_writer *w)
 	free(v);
 }
 
+/* The served volumes, then the failed ones; "status VOLUME" of a failed
+ * volume lists it alone. */
 static void cmd_status(struct control *c, char **args, unsigned n, struct json_writer *w)
 {
 	struct repl_volume *only = NULL;
+	const char *failed = n == 1 && !repl_volume_find(c->eng, args[0]) ?
+		volfail_reason(c->failed, args[0]) : NULL;
 
-	if (n == 1 && !(only = find_volume(c, args[0], w)))
+	if (n == 1 && !failed && !(only = find_volume(c, args[0], w)))
 		return;
 	json_obj_begin(w);
 	json_kv_bool(w, "ok", true);
@@ -185,9 +215,15 @@ static void cmd_status(struct control *c, char **args, unsigned n, struct json_w
 	json_arr_begin(w);
 	if (only)
 		control_put_volume(w, only);
-	for (struct repl_volume *v = only ? NULL : repl_volume_first(c->eng); v;
+	else if (failed)
+		put_failed(w, args[0], failed);
+	for (struct repl_volume *v = n ? NULL : repl_volume_first(c->eng); v;
 	     v = repl_volume_next(v))
 		control_put_volume(w, v);
+	for (size_t i = 0; !n && i < volfail_count(c->failed); i++) {
+		const char *name = volfail_name(c->failed, i);
+		put_failed(w, name, volfail_reason(c->failed, name));
+	}
 	json_arr_end(w);
 	put_cluster(c, w);
 	json_obj_end(w);

@@ -41,6 +41,7 @@ struct control {
 	unsigned n_clients;
 	struct control_ext ext;
 	struct events *events;
+	const struct volfail *failed;	/* volumes that could not be opened */
 	struct client *current;	/* whose request is being answered */
 };
 

@@ -97,6 +97,18 @@ bool evtext_cluster(const struct json_value *c, char *buf, size_t len)
 	put(&o, "%s", json_get_bool(c, "quorate") ? "quorate" : "NOT quorate");
 	if (!json_get_bool(c, "synced"))
 		put(&o, ", exchanging state");
+	if (json_get_bool(c, "mixed")) {
+		const struct json_value *ot = json_get(c, "other_protocols");
+		int64_t v = 0;
+		put(&o, ", MIXED protocol versions (this node's");
+		if (json_get_i64(c, "protocol", &v) == 0)
+			put(&o, " %" PRId64, v);
+		for (const struct json_value *x = ot ? ot->child : NULL; x; x = x->next)
+			if (json_get_i64(x, "nodeid", &id) == 0 &&
+			    json_get_i64(x, "protocol", &v) == 0)
+				put(&o, ", nodeid %" PRId64 "'s %" PRId64, id, v);
+		put(&o, ")");
+	}
 	put(&o, "; nodes");
 	for (const struct json_value *n = nodes ? nodes->child : NULL; n; n = n->next) {
 		const char *nm = json_get_str(n, "name");

@@ -142,6 +142,17 @@ static void check_disk(const struct health_volume *v, struct verdict *vd)
 	found(vd, primary && r->h != HEALTH_OK ? HEALTH_CRITICAL : r->h, msg, r->what);
 }
 
+/* Not served at all: the worst a volume can be, with the reason. */
+static void check_failed(const struct health_volume *v, struct verdict *vd)
+{
+	char msg[256];
+
+	if (!v->failed)
+		return;
+	snprintf(msg, sizeof(msg), "%s: failed", str(v->name));
+	found(vd, HEALTH_CRITICAL, msg, *v->failed ? v->failed : "could not be opened");
+}
+
 static void check_frozen(const struct health_volume *v, struct verdict *vd)
 {
 	char msg[256];
@@ -186,6 +197,7 @@ enum health health_volume(const struct health_volume *v, char *why, size_t whyle
 
 	if (why && whylen)
 		why[0] = '\0';
+	check_failed(v, &vd);
 	check_role(v, &vd);
 	check_disk(v, &vd);
 	check_frozen(v, &vd);
@@ -244,6 +256,9 @@ enum health health_cluster(const struct health_cluster *c, char *why, size_t why
 	if (c->synced == 0)
 		found(&vd, HEALTH_DEGRADED, "cluster: state exchange running",
 		      "promotions wait for it");
+	if (c->mixed == 1)
+		found(&vd, HEALTH_DEGRADED, "cluster: mixed protocol versions",
+		      "promotions need --force, outdates of lost peers wait");
 	check_nodes(c, &vd);
 	return vd.h;
 }

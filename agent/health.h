@@ -32,6 +32,8 @@ struct health_volume {
 	bool io_frozen;
 	const char *grow_error;	/* why growing to the volume's new size failed
 				 * (retried), or NULL */
+	const char *failed;	/* why the volume could not be opened (it is
+				 * not served: critical), or NULL */
 	unsigned n_peers;
 	const struct health_peer *peers;
 };
@@ -52,6 +54,8 @@ struct health_cluster {
 	const char *mode;	/* "static", "corosync"; NULL: no cluster object
 				 * (an older daemon): nothing to judge */
 	int connected, quorate, synced;
+	int mixed;		/* a member speaks another protocol version;
+				 * -1 (an older daemon) is not judged */
 	unsigned n_nodes;
 	const struct health_node *nodes;
 };
@@ -61,7 +65,9 @@ struct health_cluster {
  *             node may promote nothing, and its Primaries freeze)
  *   degraded  the state exchange is running (promotions wait for it); a
  *             node that announced itself is no longer a member (gone: the
- *             cluster has one failure less to spare)
+ *             cluster has one failure less to spare); the cluster is mixed
+ *             (a member speaks another protocol version: promotions need
+ *             --force, a lost peer's outdate waits)
  *   unknown   a mode it does not know; cluster mode without quorate,
  *             connected or synced
  * and static mode (or no cluster object) is OK.  why as health_volume's,

@@ -4,7 +4,8 @@
  * hooks and hands them to cluster mode and to the event subscribers, and
  * it rereads the configuration on SIGHUP (cfgreload.c decides what that
  * changes).  Exit codes are sysexits(3): 64 usage, 78 configuration, 73
- * cannot create a volume or socket, 75 already running. */
+ * cannot create a socket, 75 already running; a volume that cannot be
+ * opened is listed failed in status, and the others are served. */
 #include "config.h"
 
 #include <errno.h>
@@ -31,6 +32,7 @@
 #include "qblog.h"
 #include "repl.h"
 #include "util.h"
+#include "volfail.h"
 #include "wire.h"
 
 #define DEFAULT_CONFIG "/etc/replagent/replagent.conf"
@@ -49,6 +51,7 @@ struct daemon {
 	struct control *control;
 	struct clusterd *clusterd;
 	struct events *events;
+	struct volfail *failed;		/* volumes that could not be opened */
 	int pidfd;
 	uint8_t key[WIRE_KEY_MAX];
 	size_t key_len;
@@ -293,14 +296,17 @@ static int load_key(struct daemon *d)
 
 /* Serves cv (of the running configuration, or of the one a reload read)
  * with the running configuration's node, state directory and tuning.  0
- * or an exit code. */
+ * or an exit code: EX_CANTCREAT when the volume cannot be opened (the
+ * reason is in d->failed, and the other volumes go on), another when
+ * nothing can be served (the key). */
 static int add_volume(struct daemon *d, const struct cfg_volume *cv, struct repl_volume **out)
 {
 	const struct cfg *cfg = d->cfg;
-	char meta[4096];
+	char meta[4096], error[512] = "";
 	struct repl_volume_config vc = {
 		.name = cv->name, .backing = cv->backing, .size = cv->size,
 		.io_threads = cv->io_threads, .meta = cv->meta,
+		.error = error, .error_len = sizeof(error),
 	};
 	int r;
 
@@ -318,18 +324,27 @@ static int add_volume(struct daemon *d, const struct cfg_volume *cv, struct repl
 	}
 	r = repl_volume_add(d->eng, &vc, out);
 	if (r < 0) {
-		log_err_errno(-r, "%s:%d: cannot open volume %s", cfg->path, cv->line, cv->name);
+		log_err("%s:%d: volume %s failed: %s; it is not served, the other volumes are",
+			cfg->path, cv->line, cv->name, error[0] ? error : strerror(-r));
+		volfail_set(d->failed, cv->name, error[0] ? error : strerror(-r));
 		return EX_CANTCREAT;
 	}
+	volfail_clear(d->failed, cv->name);
 	return 0;
 }
 
+/* One volume that cannot be opened does not stop the others (nor makes
+ * a restart loop of the service): it is listed failed in status. */
 static int add_volumes(struct daemon *d)
 {
 	const struct cfg *cfg = d->cfg;
 	unsigned served = 0;
 	int r;
 
+	if (volfail_new(&d->failed) < 0) {
+		log_err("out of memory");
+		return EX_OSERR;
+	}
 	r = mkdir_p(cfg->state_dir, 0700);
 	if (r < 0) {
 		log_err_errno(-r, "cannot create state directory %s", cfg->state_dir);
@@ -343,11 +358,14 @@ static int add_volumes(struct daemon *d)
 			continue;
 		}
 		r = add_volume(d, cv, NULL);
+		if (r == EX_CANTCREAT)
+			continue;
 		if (r)
 			return r;
 		served++;
 	}
-	log_info("node %s: %u volume(s)", cfg->node, served);
+	log_info("node %s: %u volume(s)%s", cfg->node, served,
+		 volfail_count(d->failed) ? ", some failed (see status)" : "");
 	return 0;
 }
 
@@ -389,6 +407,7 @@ static int open_control(struct daemon *d)
 		log_err_errno(-r, "cannot open the control socket %s", d->cfg->control_socket);
 		return EX_CANTCREAT;
 	}
+	control_set_failed(d->control, d->failed);
 	return 0;
 }
 
@@ -401,7 +420,8 @@ static int open_cluster(struct daemon *d)
 		return 0;
 	if (!d->key_len && (r = load_key(d)))
 		return r;
-	r = clusterd_open(d->loop, d->eng, d->cfg, d->key, d->key_len, &d->clusterd);
+	r = clusterd_open(d->loop, d->eng, d->cfg, d->key, d->key_len, d->failed,
+			  &d->clusterd);
 	if (r < 0) {
 		log_err_errno(-r, "cannot join the cluster");
 		return EX_UNAVAILABLE;
@@ -495,8 +515,25 @@ static int reload_add(struct daemon *d, struct cfg *next, unsigned i)
 	return 0;
 }
 
+/* The running configuration's volumes that failed to open, tried again:
+ * a person who fixed the file or the disk reloads. */
+static void retry_failed(struct daemon *d)
+{
+	for (unsigned i = 0; i < d->cfg->n_volumes; i++) {
+		const struct cfg_volume *cv = &d->cfg->volumes[i];
+		struct repl_volume *vol = NULL;
+
+		if (!volfail_reason(d->failed, cv->name) || !cfg_volume_here(d->cfg, cv) ||
+		    add_volume(d, cv, &vol))
+			continue;
+		log_notice("reload: volume %s served now (%s)", cv->name, cv->backing);
+		hook_changed(d, vol);
+	}
+}
+
 /* A file that does not parse changes nothing; otherwise what can change at
- * run time does, and what cannot is named. */
+ * run time does, what cannot is named, and failed volumes are tried
+ * again. */
 static void reload(struct daemon *d)
 {
 	bool failed[CFGRELOAD_ITEMS_MAX] = { false }, any_failed = false;
@@ -518,6 +555,7 @@ static void reload(struct daemon *d)
 		qblog_set_level(d->cfg->log_level);
 	if (plan.tuning)
 		apply_tuning(d);
+	retry_failed(d);
 	for (unsigned k = 0; k < plan.n_added; k++)
 		any_failed |= failed[k] = reload_add(d, next, plan.added[k]) < 0;
 	cfgreload_summary(&plan, next, failed, summary, sizeof(summary));
@@ -601,6 +639,7 @@ out:
 	events_free(d.events);
 	d.events = NULL;
 	repl_engine_free(d.eng);
+	volfail_free(d.failed);
 	evloop_free(d.loop);
 	pidfile_release(&d);
 	if (d.cfg && !ex)

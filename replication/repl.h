@@ -89,6 +89,11 @@ struct repl_volume_config {
 	/* Promote for the first NBD client (by the usual rules), demote
 	 * after the last one: DRBD 9's auto-promote. */
 	bool auto_promote;
+	/* Where repl_volume_add says, for people, why it failed (the daemon
+	 * shows it in status and goes on with its other volumes); NULL: only
+	 * the log says. */
+	char *error;
+	size_t error_len;
 };
 
 /* Opens (or creates, for a file that does not exist) the volume and its

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,21 @@ static void intent_to_peers(struct repl_volume *vol, unsigned n_peers)
 	     "log will be resynced", (unsigned long long)n);
 }
 
+/* The reason of a failed repl_volume_add, for the caller (the log has
+ * more). */
+static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!cfg->error || !cfg->error_len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(cfg->error, cfg->error_len, fmt, ap);
+	va_end(ap);
+}
+
 static int volume_open_meta(struct repl_volume *vol, const char *path,
 			    const struct repl_volume_config *cfg, bool had_data)
 {
@@ -96,6 +112,11 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 	r = meta_open(path, &vol->meta);
 	if (r < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
+		if (r == -EUCLEAN)
+			add_error(cfg, "metadata %s is damaged or not replagent metadata "
+				  "(the log says what is wrong with it)", path);
+		else
+			add_error(cfg, "cannot read metadata %s: %s", path, strerror(-r));
 		return r;
 	}
 	if (meta_bad_pages(vol->meta))
@@ -205,6 +226,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	bool have_meta, had_backing;
 	int r;
 
+	add_error(cfg, "%s", "");
 	if (!cfg->name || !cfg->backing || !cfg->meta || threads > MAX_IO_THREADS)
 		return -EINVAL;
 	if (repl_volume_find(eng, cfg->name))
@@ -235,10 +257,13 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		plog(LOG_ERR, cfg->name, "backing %s is missing but metadata %s exists: "
 		     "restore the backing, or remove the metadata to start empty",
 		     cfg->backing, cfg->meta);
+		add_error(cfg, "backing %s is missing but metadata %s exists", cfg->backing,
+			  cfg->meta);
 		goto fail;
 	}
 	if (r < 0) {
 		plog_errno(LOG_ERR, cfg->name, -r, "cannot open backing %s", cfg->backing);
+		add_error(cfg, "cannot open backing %s: %s", cfg->backing, strerror(-r));
 		goto fail;
 	}
 	/* With metadata, resize.c checks the sizes (a replica may grow). */
@@ -247,6 +272,8 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		plog(LOG_ERR, cfg->name, "backing %s has %llu bytes, expected %llu "
 		     "(a multiple of 512)", cfg->backing,
 		     (unsigned long long)vol->size, (unsigned long long)cfg->size);
+		add_error(cfg, "backing %s has %llu bytes, expected %llu", cfg->backing,
+			  (unsigned long long)vol->size, (unsigned long long)cfg->size);
 		goto fail;
 	}
 	/* A device always holds data; a file did unless we just made it. */
@@ -272,6 +299,8 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		*out = vol;
 	return 0;
 fail:
+	if (cfg->error && cfg->error_len && !cfg->error[0])
+		add_error(cfg, "%s", strerror(-r));
 	repl__volume_free(vol);
 	return r;
 }

@@ -4,7 +4,8 @@
 #
 # Checks the command line's exit codes (64 for usage errors, 0 for a healthy
 # status, 3 for a status error or no daemon, 1 for a refused promote), that
-# status --json is valid JSON, that the socket is mode 0600, and that
+# status --json is valid JSON (one object with "state":"unknown" and the
+# reason when there is no daemon), that the socket is mode 0600, and that
 # clients sending garbage, too much, nothing, or hanging up midway leave the
 # daemon answering.  Role changes and peer states need replicas: the
 # multi-node tests cover those.  POSIX sh (not tests/functions.sh, which is
@@ -127,6 +128,24 @@ expect_text err "$sock" "promote without a daemon"
 cli events
 expect 3 "events without a daemon"
 expect_text err "$sock" "events without a daemon"
+# A monitor that parses stdout gets one JSON object, not nothing.
+unknown_json() {
+	if "$python" -c '
+import json, sys
+s = json.load(open(sys.argv[1]))
+assert s["state"] == "unknown" and s["ok"] is False and sys.argv[2] in s["reason"], s
+' "$dir/out" "$sock" 2>"$dir/json.err"; then
+		ok "$1: one JSON object with the state unknown and the reason"
+	else
+		fail "$1: stdout is not the unknown-state object: $(cat "$dir/out") $(cat "$dir/json.err")"
+	fi
+}
+cli status --json
+expect 3 "status --json without a daemon"
+unknown_json "status --json without a daemon"
+cli status vol0 --json
+expect 3 "status vol0 --json without a daemon"
+unknown_json "status vol0 --json without a daemon"
 
 # ---- usage errors (no daemon needed) ------------------------------------------
 
@@ -336,6 +355,9 @@ pid=
 
 cli status
 expect 3 "status after the daemon stopped"
+cli status --json
+expect 3 "status --json after the daemon stopped"
+unknown_json "status --json after the daemon stopped"
 
 if [ "$failures" -ne 0 ]; then
 	echo "$failures failure(s); daemon log:"

@@ -125,10 +125,10 @@ rc_start_node() {
 	rc_start "$1"
 }
 
-# rc_setup N: the cluster, corosync quorate everywhere, replagentd on every
-# node.
+# rc_setup N [M]: the cluster, corosync quorate everywhere, replagentd on
+# every node (on the first M only, if given).
 rc_setup() {
-	local n=$1 i
+	local n=$1 m=${2:-$1} i
 	cluster_create "$n"
 	RC_KEY=$TESTDIR/key
 	(umask 077 && head -c 32 /dev/urandom >"$RC_KEY") || hard_error "cannot write the key"
@@ -141,7 +141,7 @@ rc_setup() {
 		cluster_wait_quorate "$i" 30 && cluster_wait_members "$i" "$n" 30 ||
 			fail "n$i: no quorate membership of $n nodes within 30 s"
 	done
-	for ((i = 1; i <= n; i++)); do
+	for ((i = 1; i <= m; i++)); do
 		rc_start "$i"
 	done
 }

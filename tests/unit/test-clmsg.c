@@ -416,6 +416,123 @@ static void test_names(void)
 	CHECK(clmsg_volume_name_ok(longname) && clmsg_node_name_ok(longname));
 }
 
+/* clmsg_peek: the version and type of any version's header; garbage is
+ * still garbage. */
+static void test_peek(void)
+{
+	static const struct {
+		uint8_t hdr[CLMSG_HDR_LEN + 4];
+		size_t len;
+		int want;
+		uint16_t version, type;
+	} rows[] = {
+		/* version 1 ROLE */
+		{ { 0x52, 0x50, 0x4c, 0x43, 0, 1, 0, 4 }, CLMSG_HDR_LEN, 0, 1, 4 },
+		/* version 2, a type we do not know, bytes we could not read */
+		{ { 0x52, 0x50, 0x4c, 0x43, 0, 2, 0, 0x21, 0xff, 0xff, 0xff, 0xff },
+		  CLMSG_HDR_LEN + 4, 0, 2, 0x21 },
+		{ { 0x52, 0x50, 0x4c, 0x43, 0xff, 0xff, 0, 3 }, CLMSG_HDR_LEN, 0, 0xffff, 3 },
+		/* not ours */
+		{ { 0x52, 0x50, 0x4c, 0x44, 0, 2, 0, 3 }, CLMSG_HDR_LEN, -EPROTO, 0, 0 },
+		{ { 0 }, CLMSG_HDR_LEN, -EPROTO, 0, 0 },
+		/* shorter than a header */
+		{ { 0x52, 0x50, 0x4c, 0x43, 0, 2, 0, 3 }, CLMSG_HDR_LEN - 1, -EPROTO, 0, 0 },
+		{ { 0 }, 0, -EPROTO, 0, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		uint16_t v = 0, t = 0;
+		uint8_t *p = exact_copy(rows[i].hdr, rows[i].len);
+		int r = clmsg_peek(p, rows[i].len, &v, &t);
+
+		free(p);
+		CHECK_MSG(r == rows[i].want, "row %zu: %d", i, r);
+		if (r == 0)
+			CHECK_MSG(v == rows[i].version && t == rows[i].type,
+				  "row %zu: version %u type %u", i, v, t);
+	}
+}
+
+/* clmsg_check_sender: what each type says about its sender, against the
+ * CPG sender (nodeid 2, corosync name "n2", or unknown). */
+static void test_sender(void)
+{
+	enum { ANN, ROLE, OUTD, SYNC, VDEF };
+	static const struct {
+		int kind;
+		uint32_t id;		/* the message's nodeid / from / origin */
+		const char *node;	/* the message's node name */
+		uint32_t sender;
+		const char *sender_name;
+		int want;
+	} rows[] = {
+		/* ANNOUNCE: its nodeid, and corosync's name when known */
+		{ ANN, 2, "n2", 2, "n2", 0 },
+		{ ANN, 2, "n2", 2, NULL, 0 },
+		{ ANN, 1, "n1", 2, "n2", -EPERM },	/* n2 poses as n1 */
+		{ ANN, 1, "n2", 2, "n2", -EPERM },
+		{ ANN, 2, "n1", 2, "n2", -EPERM },	/* its own id, n1's name */
+		{ ANN, 1, "n1", 2, NULL, -EPERM },
+		/* ROLE: the sender's own name, which must be known */
+		{ ROLE, 0, "n2", 2, "n2", 0 },
+		{ ROLE, 0, "n1", 2, "n2", -EPERM },	/* claims n1's role */
+		{ ROLE, 0, "n2", 2, NULL, -EPERM },	/* not announced yet */
+		{ ROLE, 0, "n22", 2, "n2", -EPERM },
+		/* OUTDATE: from is the sender (the node it is about may be any) */
+		{ OUTD, 2, "n1", 2, "n2", 0 },
+		{ OUTD, 2, "n3", 2, NULL, 0 },
+		{ OUTD, 1, "n3", 2, "n2", -EPERM },
+		/* SYNC_DONE: its own exchange only */
+		{ SYNC, 2, NULL, 2, "n2", 0 },
+		{ SYNC, 2, NULL, 2, NULL, 0 },
+		{ SYNC, 3, NULL, 2, "n2", -EPERM },
+		/* VOLDEF: the author, repeated by every member */
+		{ VDEF, 1, NULL, 2, "n2", 0 },
+		{ VDEF, 7, NULL, 2, NULL, 0 },
+	};
+
+	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
+		struct clmsg m = { 0 };
+		struct clmsg_sender snd = { rows[i].sender, rows[i].sender_name };
+		const char *why = NULL;
+		int r;
+
+		switch (rows[i].kind) {
+		case ANN:
+			m.type = CLMSG_ANNOUNCE;
+			m.u.announce.nodeid = rows[i].id;
+			strcpy(m.u.announce.node, rows[i].node);
+			strcpy(m.u.announce.addr, "10.0.0.2");
+			break;
+		case ROLE:
+			m.type = CLMSG_ROLE;
+			strcpy(m.u.role.volume, "vol0");
+			strcpy(m.u.role.node, rows[i].node);
+			m.u.role.role = CLMSG_ROLE_PRIMARY;
+			break;
+		case OUTD:
+			m.type = CLMSG_OUTDATE;
+			strcpy(m.u.outdate.volume, "vol0");
+			strcpy(m.u.outdate.node, rows[i].node);
+			m.u.outdate.from = rows[i].id;
+			m.u.outdate.generation = 5;
+			break;
+		case SYNC:
+			m.type = CLMSG_SYNC_DONE;
+			m.u.sync_done.nodeid = rows[i].id;
+			break;
+		default:
+			m.type = CLMSG_VOLDEF;
+			m.u.voldef = sample_voldef();
+			m.u.voldef.origin = rows[i].id;
+			break;
+		}
+		r = clmsg_check_sender(&m, &snd, &why);
+		CHECK_MSG(r == rows[i].want, "row %zu (%s): %d", i, clmsg_type_name(m.type), r);
+		CHECK_MSG(r == 0 || (why && *why), "row %zu: no reason", i);
+	}
+}
+
 int main(void)
 {
 	test_round_trip();
@@ -427,5 +544,7 @@ int main(void)
 	test_payload_rejects();
 	test_garbage();
 	test_names();
+	test_peek();
+	test_sender();
 	return unit_done("test-clmsg");
 }

@@ -112,26 +112,31 @@ static const struct {
 	const char *why;
 } cluster_cases[] = {
 	/* nothing to judge */
-	{ { NULL, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
-	{ { "static", -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
+	{ { NULL, -1, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
+	{ { "static", -1, -1, -1, -1, 0, NULL }, HEALTH_OK, NULL },
 	/* healthy */
-	{ { "corosync", 1, 1, 1, 3, three_up }, HEALTH_OK, NULL },
-	{ { "corosync", 1, 1, 1, 0, NULL }, HEALTH_OK, NULL },
-	{ { "corosync", 1, 1, 1, 3, unnamed }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, 3, three_up }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, 0, NULL }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 0, 3, unnamed }, HEALTH_OK, NULL },
 	/* degraded */
-	{ { "corosync", 1, 1, 1, 3, n3_gone }, HEALTH_DEGRADED, "node n3 gone" },
-	{ { "corosync", 1, 1, 0, 3, three_up }, HEALTH_DEGRADED, "state exchange running" },
-	{ { "corosync", 1, 1, 0, 3, n3_gone }, HEALTH_DEGRADED, "state exchange" },
+	{ { "corosync", 1, 1, 1, 0, 3, n3_gone }, HEALTH_DEGRADED, "node n3 gone" },
+	{ { "corosync", 1, 1, 0, 0, 3, three_up }, HEALTH_DEGRADED, "state exchange running" },
+	{ { "corosync", 1, 1, 0, 0, 3, n3_gone }, HEALTH_DEGRADED, "state exchange" },
+	/* a member of another protocol version; an older daemon does not say */
+	{ { "corosync", 1, 1, 1, 1, 3, three_up }, HEALTH_DEGRADED, "mixed protocol versions" },
+	{ { "corosync", 1, 1, 1, -1, 3, three_up }, HEALTH_OK, NULL },
+	{ { "corosync", 1, 1, 1, 1, 3, n3_gone }, HEALTH_DEGRADED, NULL },
+	{ { "corosync", 1, 0, 1, 1, 3, alone }, HEALTH_CRITICAL, "not quorate" },
 	/* critical */
-	{ { "corosync", 1, 0, 1, 3, alone }, HEALTH_CRITICAL, "partition not quorate" },
-	{ { "corosync", 1, 0, 0, 3, alone }, HEALTH_CRITICAL, "not quorate" },
-	{ { "corosync", 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "corosync not connected" },
-	{ { "corosync", 1, 0, -1, 3, three_up }, HEALTH_CRITICAL, "not quorate" },
+	{ { "corosync", 1, 0, 1, 0, 3, alone }, HEALTH_CRITICAL, "partition not quorate" },
+	{ { "corosync", 1, 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "not quorate" },
+	{ { "corosync", 0, 0, 0, 0, 3, alone }, HEALTH_CRITICAL, "corosync not connected" },
+	{ { "corosync", 1, 0, -1, 0, 3, three_up }, HEALTH_CRITICAL, "not quorate" },
 	/* unknown */
-	{ { "raft", 1, 1, 1, 3, three_up }, HEALTH_UNKNOWN, "unknown mode raft" },
-	{ { "corosync", 1, -1, 1, 3, three_up }, HEALTH_UNKNOWN, "quorate" },
-	{ { "corosync", -1, 1, 1, 3, three_up }, HEALTH_UNKNOWN, "connected" },
-	{ { "corosync", 1, 1, -1, 3, n3_gone }, HEALTH_UNKNOWN, "synced" },
+	{ { "raft", 1, 1, 1, 0, 3, three_up }, HEALTH_UNKNOWN, "unknown mode raft" },
+	{ { "corosync", 1, -1, 1, 0, 3, three_up }, HEALTH_UNKNOWN, "quorate" },
+	{ { "corosync", -1, 1, 1, 0, 3, three_up }, HEALTH_UNKNOWN, "connected" },
+	{ { "corosync", 1, 1, -1, 0, 3, n3_gone }, HEALTH_UNKNOWN, "synced" },
 };
 
 static void test_cluster(void)
@@ -149,7 +154,7 @@ static void test_cluster(void)
 				  "cluster case %zu: why \"%s\" lacks \"%s\"", i, why,
 				  cluster_cases[i].why);
 	}
-	CHECK(health_cluster(&cluster_cases[8].c, NULL, 0) == HEALTH_CRITICAL);
+	CHECK(health_cluster(&cluster_cases[12].c, NULL, 0) == HEALTH_CRITICAL);
 }
 
 static void test_worse(void)
@@ -189,6 +194,28 @@ static void test_grow(void)
 	CHECK_MSG(strstr(why, "StandAlone"), "why \"%s\"", why);
 }
 
+/* A volume that could not be opened: critical with its reason, whatever
+ * else it says (and even with unknown states beside it). */
+static void test_failed(void)
+{
+	struct health_volume v = {
+		.name = "bad1", .role = "Secondary", .disk = "Failed",
+		.failed = "metadata /s/bad1.meta is damaged",
+	};
+	char why[256];
+
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(!strcmp(why, "bad1: failed (metadata /s/bad1.meta is damaged)"),
+		  "why \"%s\"", why);
+	v.role = "Bogus";
+	v.disk = NULL;
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "bad1: failed (metadata"), "why \"%s\"", why);
+	v.failed = "";
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "could not be opened"), "why \"%s\"", why);
+}
+
 static void test_no_why(void)
 {
 	struct health_volume v = { .name = "v", .role = "Primary", .disk = "Failed" };
@@ -205,6 +232,7 @@ int main(void)
 	test_cluster();
 	test_worse();
 	test_grow();
+	test_failed();
 	test_no_why();
 	return unit_done("test-status-exit");
 }

@@ -1,0 +1,128 @@
+#!/bin/bash
+# tests/cluster-replagent-forged.sh: messages in the "replagent" CPG group
+# that lie about their sender, or are of another protocol version, with
+# real corosync on four nodes (tests/cluster.sh) and replagentd on n1..n3;
+# n4 runs tests/cpg-forge, which joins the group as a buggy or hostile
+# member would.  An ANNOUNCE from n4 that says it is n1 (nodeid 1, or its
+# own nodeid with n1's name) is dropped with a log line: n1's replication
+# address stays.  A ROLE from n4 that says n1 is Primary is dropped: nobody
+# records n1 as Primary.  A message of protocol version 2 is logged once
+# (not per message) and every node says in status that the cluster is
+# mixed (--json "mixed", other_protocols; text "MIXED"; exit 1,
+# degraded); a promotion is refused while it lasts; when n4's sender
+# leaves, all is healthy again and the promotion goes.  Skipped (77)
+# without root, network namespaces or corosync.
+# shellcheck source=SCRIPTDIR/cluster-replagent-lib.sh
+. "${top_srcdir:-$(dirname "$0")/..}/tests/cluster-replagent-lib.sh" || exit 99
+
+rc_requires
+FORGE=$top_builddir/tests/cpg-forge
+[ -x "$FORGE" ] || hard_error "$FORGE not found: build it first (make check builds it)"
+
+# forge_bg NAME ARGS...: cpg-forge on n4, staying in the group until
+# "release NAME"; waits until its message was delivered.
+forge_bg() {
+	local name=$1 k
+	shift
+	cluster_exec 4 "$FORGE" -d 3000 -w "$TESTDIR/release.$name" "$@" >"$TESTDIR/forge.$name" 2>&1 &
+	FORGE_PID[$name]=$!
+	track_pid "${FORGE_PID[$name]}"
+	for ((k = 0; k < 200; k++)); do
+		grep -q "delivered to the group" "$TESTDIR/forge.$name" && return 0
+		_alive "${FORGE_PID[$name]}" || break
+		sleep 0.1
+	done
+	fail "cpg-forge $*: $(cat "$TESTDIR/forge.$name")"
+}
+declare -A FORGE_PID=()
+
+# release NAME: that cpg-forge leaves the group.
+release() {
+	: >"$TESTDIR/release.$1"
+	wait "${FORGE_PID[$1]}" 2>/dev/null
+	untrack_pid "${FORGE_PID[$1]}"
+}
+
+# log_wait I T REGEX: node I's log has a line matching REGEX within T s.
+log_wait() {
+	local k
+	for ((k = 0; k < $2 * 10; k++)); do
+		grep -q -E "$3" "$(rc_log "$1")" && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# primary_of I: the Primary node I's "volume list" records for vol0.
+primary_of() {
+	rc_cli "$1" volume list --json | "$PYTHON" -c '
+import json, sys
+print([v["primary"] for v in json.load(sys.stdin)["volumes"] if v["name"] == "vol0"][0])'
+}
+
+rc_setup 4 3
+rc_cli 1 volume create vol0 --size 16M --nodes n1,n2 || fail "volume create vol0 failed"
+rc_wait_all 60 "$RC_SYNCED" vol0 1 2 || fail "vol0 not in sync on n1 and n2"
+rc_wait_all 30 's["cluster"]["synced"]' vol0 1 2 3 || fail "no state exchange"
+log "3 daemons, vol0 on n1 and n2 in sync"
+
+# ---- an ANNOUNCE that is not its sender's -------------------------------------------
+forge_bg ann1 announce 1 n1 10.99.99.1
+forge_bg ann2 announce 4 n1 10.99.99.2
+for i in 1 2 3; do
+	log_wait "$i" 10 "node 4 .*sent a ANNOUNCE that is not its own" ||
+		problem "n$i did not log the forged ANNOUNCE as dropped"
+	grep -q "replicates at 10.99.99" "$(rc_log "$i")" &&
+		problem "n$i took a forged address: $(grep "replicates at 10.99.99" "$(rc_log "$i")")"
+	addr=$(rc_value "$i" '[x["address"] for x in s["cluster"]["nodes"] if x["name"] == "n1"]')
+	[ "$addr" = "['${CL_IP[1]}']" ] || problem "n$i has n1 at $addr, not ${CL_IP[1]}"
+done
+release ann1
+release ann2
+log "forged ANNOUNCEs dropped"
+
+# ---- a ROLE that is not its sender's ------------------------------------------------
+forge_bg role role vol0 n1 primary
+for i in 1 2 3; do
+	log_wait "$i" 10 "node 4 .*sent a ROLE that is not its own" ||
+		problem "n$i did not log the forged ROLE as dropped"
+	p=$(primary_of "$i")
+	[ -z "$p" ] || problem "n$i records $p as Primary of vol0 after a forged ROLE"
+done
+release role
+log "forged ROLE dropped"
+
+# ---- another protocol version -------------------------------------------------------
+rc_wait_all 30 's["cluster"]["synced"]' vol0 1 2 3 || fail "no state exchange after the forgeries"
+forge_bg v2a version 2
+forge_bg v2b version 2
+for i in 1 2 3; do
+	rc_wait "$i" 20 's["cluster"].get("mixed") is True and s["cluster"]["other_protocols"] == [{"nodeid": 4, "protocol": 2}] and s["cluster"]["synced"]' ||
+		problem "n$i does not say the cluster is mixed"
+	rc_cli "$i" status >"$TESTDIR/status.$i" 2>&1
+	st=$?
+	[ "$st" = 1 ] || problem "status on n$i in a mixed cluster: exit $st, expected 1: $(cat "$TESTDIR/status.$i")"
+	grep -q "MIXED protocol versions" "$TESTDIR/status.$i" &&
+		grep -q "^DEGRADED: cluster: mixed protocol versions" "$TESTDIR/status.$i" ||
+		problem "n$i's status text: $(cat "$TESTDIR/status.$i")"
+	n=$(grep -c "speaks cluster protocol version 2" "$(rc_log "$i")")
+	[ "$n" = 1 ] || problem "n$i logged the other version $n times, expected once"
+done
+cat "$TESTDIR/status.1"
+out=$(rc_cli 2 promote vol0 2>&1) && problem "promote on n2 accepted in a mixed cluster"
+grep -q "protocol version 2" <<<"$out" || problem "promote on n2 refused without the reason: $out"
+log "mixed: $out"
+release v2a
+release v2b
+for i in 1 2 3; do
+	rc_wait "$i" 20 's["cluster"].get("mixed") is False and s["cluster"]["synced"]' ||
+		problem "n$i still mixed after the other version left"
+done
+rc_wait_all 30 "$RC_SYNCED" vol0 1 2 || problem "vol0 not in sync after the forgeries"
+st=0
+rc_cli 3 status >"$TESTDIR/status.3" 2>&1 || st=$?
+[ "$st" = 0 ] || problem "status on n3 after the other version left: exit $st: $(cat "$TESTDIR/status.3")"
+rc_promote_retry 2 20 vol0 || problem "promote on n2 refused once the other version left"
+rc_cli 2 demote vol0 >/dev/null 2>&1 || problem "demote on n2 failed"
+rc_finish
+log "OK"
