@@ -552,6 +552,7 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->nbd_socket);
 	free(cfg->nbd_host);
 	free(cfg->nbd_port);
+	free(cfg->nbd_socket_group);
 	free(cfg->control_socket);
 	free(cfg->state_dir);
 	free(cfg->pidfile);

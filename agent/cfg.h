@@ -49,6 +49,10 @@ struct cfg {
 	char *nbd_socket;	/* NULL = disabled */
 	char *nbd_host;		/* NULL = no TCP; "" = all addresses */
 	char *nbd_port;		/* NULL iff nbd_host is NULL */
+	/* Group of the NBD socket (mode 0660); NULL: kvm if there is one;
+	 * "": none (mode 0600, owner only). */
+	char *nbd_socket_group;
+	unsigned nbd_clients_max;	/* 0: the engine's default */
 	char *control_socket;
 	char *state_dir;
 	char *pidfile;

@@ -188,6 +188,31 @@ static int set_listen(struct parser *p, const struct key_def *kd, char *val)
 	return 0;
 }
 
+/* A group name as useradd(8) takes it, or none / "" (owner only). */
+static int set_group(struct parser *p, const struct key_def *kd, char *val)
+{
+	size_t n = strlen(val);
+
+	if (!strcmp(val, "none"))
+		val[0] = '\0';
+	else if (n > 32 || val[0] == '-')
+		return cfg__bad_value(p, kd, val);
+	for (size_t i = 0; i < n; i++)
+		if (!cfg__is_alnum(val[i]) && !strchr("_.-", val[i]))
+			return cfg__bad_value(p, kd, val);
+	return cfg__replace_str(p, str_field(p, kd), val);
+}
+
+static int set_clients_max(struct parser *p, const struct key_def *kd, char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, 1, 4096, &v))
+		return cfg__bad_value(p, kd, val);
+	p->cfg->nbd_clients_max = (unsigned)v;
+	return 0;
+}
+
 static int set_log_level(struct parser *p, const struct key_def *kd, char *val)
 {
 	static const struct { const char *name; int level; } levels[] = {
@@ -362,6 +387,10 @@ static const struct key_def keys[] = {
 	  "an absolute path, \"\" or none"),
 	G("nbd-listen", set_listen, nbd_host, true,
 	  "HOST:PORT, [IPV6]:PORT, :PORT, \"\" or none"),
+	G("nbd-socket-group", set_group, nbd_socket_group, true,
+	  "a group name, \"\" or none"),
+	G("nbd-clients-max", set_clients_max, nbd_clients_max, false,
+	  "a number from 1 to 4096"),
 	G("control-socket", set_socket, control_socket, false, "an absolute path"),
 	G("state-dir", set_state_dir, state_dir, false, "an absolute path"),
 	G("pidfile", set_path, pidfile, false, "an absolute path"),

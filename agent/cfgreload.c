@@ -49,6 +49,8 @@ static void compare_globals(const struct cfg *a, const struct cfg *b, struct cfg
 	global_restart(r, "nbd-socket", str_eq(a->nbd_socket, b->nbd_socket));
 	global_restart(r, "nbd-listen", str_eq(a->nbd_host, b->nbd_host) &&
 			  str_eq(a->nbd_port, b->nbd_port));
+	global_restart(r, "nbd-socket-group", str_eq(a->nbd_socket_group, b->nbd_socket_group));
+	global_restart(r, "nbd-clients-max", a->nbd_clients_max == b->nbd_clients_max);
 	global_restart(r, "control-socket", str_eq(a->control_socket, b->control_socket));
 	global_restart(r, "state-dir", str_eq(a->state_dir, b->state_dir));
 	global_restart(r, "pidfile", str_eq(a->pidfile, b->pidfile));

@@ -219,6 +219,9 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	struct repl_volume_config vc = {
 		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
 		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
+		/* The address the peers are told (replication-address, else
+		 * corosync's), not every interface. */
+		.listen_host = cd->addr,
 		.key_len = cd->key_len, .uuid = d->uuid,
 		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
 		.error = error, .error_len = sizeof(error),

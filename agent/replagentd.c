@@ -370,23 +370,38 @@ static int add_volumes(struct daemon *d)
 }
 
 /* The NBD socket must be reachable by the user QEMU runs as (libvirt's
- * qemu runs as libvirt-qemu:kvm on Debian): group kvm, mode 0660, in a
- * world-traversable directory.  Without a kvm group it is 0666. */
+ * qemu runs as libvirt-qemu:kvm on Debian): group nbd-socket-group (kvm by
+ * default), mode 0660, in a world-traversable directory.  Without that
+ * group it is 0600, the daemon's user only, and the log says so: NBD has
+ * no authentication, so a socket open to everyone would let any local
+ * user read and write every volume.  A group named in the configuration
+ * that does not exist is an error. */
 static int listen_nbd(struct daemon *d)
 {
 	const struct cfg *cfg = d->cfg;
-	struct group *kvm = getgrnam("kvm");
+	const char *gname = cfg->nbd_socket_group ? cfg->nbd_socket_group : "kvm";
+	struct group *g = *gname ? getgrnam(gname) : NULL;
 	int r;
 
+	repl_nbd_set_clients_max(d->eng, cfg->nbd_clients_max);
 	if (cfg->nbd_socket) {
+		if (!g && *gname && cfg->nbd_socket_group) {
+			log_err("nbd-socket-group: there is no group \"%s\" on this node", gname);
+			return EX_CONFIG;
+		}
 		mkdir_parent(cfg->nbd_socket, 0755);
-		r = repl_nbd_listen_unix(d->eng, cfg->nbd_socket, kvm ? 0660 : 0666);
+		r = repl_nbd_listen_unix(d->eng, cfg->nbd_socket, g ? 0660 : 0600,
+					 g ? g->gr_gid : (gid_t)-1);
 		if (r < 0) {
 			log_err_errno(-r, "cannot listen on %s", cfg->nbd_socket);
 			return EX_CANTCREAT;
 		}
-		if (kvm && chown(cfg->nbd_socket, 0, kvm->gr_gid) < 0)
-			log_warn_errno(errno, "cannot give %s to group kvm", cfg->nbd_socket);
+		if (g)
+			log_info("NBD socket %s: group %s, mode 0660", cfg->nbd_socket, gname);
+		else
+			log_warn("NBD socket %s: mode 0600, only its owner may connect (%s)",
+				 cfg->nbd_socket, *gname ? "there is no group kvm on this node; "
+				 "set nbd-socket-group" : "nbd-socket-group = none");
 	}
 	if (cfg->nbd_host) {
 		r = repl_nbd_listen_tcp(d->eng, cfg->nbd_host, cfg->nbd_port);

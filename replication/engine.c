@@ -51,6 +51,7 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 	if (!eng)
 		return -ENOMEM;
 	eng->loop = *loop;
+	eng->nbd_clients_max = REPL_NBD_CLIENTS_MAX_DEFAULT;
 	r = repl__nbd_notify_new(eng);
 	if (r < 0) {
 		free(eng);

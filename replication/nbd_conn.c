@@ -16,7 +16,21 @@
  * the in-flight counters and notified.  A worker that leaves something for
  * the loop (a full socket, a connection to close, room in the window)
  * queues the connection on the engine's notify list, under c->lock, so the
- * loop cannot free it in between. */
+ * loop cannot free it in between.
+ *
+ * Limits, since anyone who can open the socket can connect: a client has
+ * HANDSHAKE_TIMEOUT_MS from its connection to NBD_OPT_GO (qemu-nbd's
+ * --handshake-limit is the same 10 s); at most HANDSHAKES_MAX clients are
+ * in the handshake at once, HANDSHAKES_PER_SOURCE of them from one source
+ * (a pid on the Unix socket, an address over TCP), and one more pushes out
+ * another (of its source first, see victim_rank): first a client that
+ * does not read its replies, then one that never sent an option, then the
+ * one idle longest.  A real client sends its options one after the other
+ * and reads the answers, so a flood pushes out its own connections.  A client that does not read its option
+ * replies is not read from while more than OUT_BACKLOG_MAX bytes of them
+ * wait (in transmission the in-flight window bounds the replies).  Attached
+ * clients are limited by eng->nbd_clients_max, refused at NBD_OPT_GO with a
+ * message. */
 #include "config.h"
 
 #include <errno.h>
@@ -26,6 +40,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <unistd.h>
@@ -40,6 +55,12 @@
 #define MAX_INFLIGHT	512
 #define MAX_INFLIGHT_BYTES (128u * 1024 * 1024)
 #define MAX_IOV		64
+#define HANDSHAKE_TIMEOUT_MS 10000
+#define HANDSHAKES_MAX	64
+#define HANDSHAKES_PER_SOURCE 16
+#define OUT_BACKLOG_MAX	(64u * 1024)
+#define UNREAD_MAX	4096		/* replies a real client leaves unread */
+#define DROP_LOG_MS	1000
 
 enum conn_state { CS_CLIENT_FLAGS, CS_OPTIONS, CS_TRANSMISSION };
 
@@ -47,6 +68,7 @@ struct outmsg {
 	struct outmsg *next;
 	struct iovec iov[2];
 	unsigned niov;
+	size_t backlog;			/* bytes counted in the conn's out_backlog */
 	void (*free)(struct outmsg *m);
 };
 
@@ -76,6 +98,11 @@ struct nbd_conn {
 	size_t rx_have;
 	uint64_t discard_left;		/* payload of a refused write */
 	struct outmsg *out_head, **out_tail;
+	size_t out_backlog;		/* option replies queued, not sent */
+	struct nbd_source src;
+	void *hs_timer;			/* the handshake's deadline */
+	uint64_t active_ms;		/* connected, or last option handled */
+	bool sent_option;
 	unsigned inflight;
 	size_t inflight_bytes;
 	unsigned busy;
@@ -118,6 +145,7 @@ static void out_pop(struct nbd_conn *c)
 	c->out_head = m->next;
 	if (!c->out_head)
 		c->out_tail = &c->out_head;
+	c->out_backlog -= m->backlog;
 	m->free(m);
 }
 
@@ -174,7 +202,9 @@ static int send_bytes(struct nbd_conn *c, const void *a, size_t alen,
 	m->iov[0] = (struct iovec){ m + 1, alen + blen };
 	m->niov = 1;
 	m->free = outmsg_free_plain;
+	m->backlog = alen + blen;
 	pthread_mutex_lock(&c->lock);
+	c->out_backlog += m->backlog;
 	out_push(c, m);
 	pthread_mutex_unlock(&c->lock);
 	return 0;
@@ -307,7 +337,8 @@ static void req_reply(struct nbd_req *req, uint32_t error)
 
 static bool window_open_locked(const struct nbd_conn *c)
 {
-	return c->inflight < MAX_INFLIGHT && c->inflight_bytes < MAX_INFLIGHT_BYTES;
+	return c->inflight < MAX_INFLIGHT && c->inflight_bytes < MAX_INFLIGHT_BYTES &&
+	       c->out_backlog <= OUT_BACKLOG_MAX;
 }
 
 /* Any thread: answers the request (or drops it on a dead connection). */
@@ -428,7 +459,7 @@ static int send_export_info(struct nbd_conn *c, uint32_t opt, struct repl_volume
 {
 	struct __attribute__((packed)) { uint16_t type; uint64_t size; uint16_t flags; } ie = {
 		htobe16(NBD_INFO_EXPORT), htobe64(size),
-		htobe16(repl__nbd_export_flags(vol)),
+		htobe16(repl__nbd_export_flags(vol, c->structured)),
 	};
 	struct __attribute__((packed)) { uint16_t type; uint32_t min, pref, max; } bs = {
 		htobe16(NBD_INFO_BLOCK_SIZE), htobe32(1), htobe32(4096),
@@ -437,6 +468,15 @@ static int send_export_info(struct nbd_conn *c, uint32_t opt, struct repl_volume
 	int r = opt_reply(c, opt, NBD_REP_INFO, &ie, sizeof(ie));
 
 	return r < 0 ? r : opt_reply(c, opt, NBD_REP_INFO, &bs, sizeof(bs));
+}
+
+static unsigned attached_clients(const struct repl_engine *eng)
+{
+	unsigned n = 0;
+
+	for (const struct repl_volume *v = eng->volumes; v; v = v->next)
+		n += v->clients;
+	return n;
 }
 
 /* Which volume a client may open (go: and use now, which may auto-promote
@@ -462,6 +502,14 @@ static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name, b
 			 "only the Primary serves I/O", name);
 		return NULL;
 	}
+	if (go && attached_clients(c->eng) >= c->eng->nbd_clients_max) {
+		*err = NBD_REP_ERR_POLICY;
+		snprintf(msg, msglen, "too many NBD clients on this node (nbd-clients-max = %u)",
+			 c->eng->nbd_clients_max);
+		log_warn("NBD client refused for \"%s\": %u clients attached "
+			 "(nbd-clients-max)", name, c->eng->nbd_clients_max);
+		return NULL;
+	}
 	if (go && vol->role != REPL_PRIMARY) {
 		char why[160];
 		if (repl__volume_admit(vol, why, sizeof(why)) < 0) {
@@ -478,6 +526,7 @@ static void enter_transmission(struct nbd_conn *c, struct repl_volume *vol, uint
 {
 	c->vol = vol;
 	c->size = size;
+	repl__timer_del(c->eng, &c->hs_timer);
 	vol->clients++;
 	repl__window_clients_changed(vol);
 	c->state = CS_TRANSMISSION;
@@ -540,7 +589,7 @@ static int opt_export_name(struct nbd_conn *c, const uint8_t *d, uint32_t len)
 	}
 	size = repl__volume_export_size(vol);
 	be = htobe64(size);
-	flags = htobe16(repl__nbd_export_flags(vol));
+	flags = htobe16(repl__nbd_export_flags(vol, c->structured));
 	memcpy(reply, &be, 8);
 	memcpy(reply + 8, &flags, 2);
 	if (send_bytes(c, reply, c->no_zeroes ? 10 : sizeof(reply), NULL, 0) < 0)
@@ -634,6 +683,8 @@ static int parse_one(struct nbd_conn *c, const uint8_t *p, size_t avail)
 		}
 		if (avail < sizeof(oh) + len)
 			return 0;
+		c->active_ms = now_mono_ms();
+		c->sent_option = true;
 		r = handle_option(c, be32toh(oh.option), p + sizeof(oh), len);
 		return r < 0 ? r : (int)(sizeof(oh) + len);
 	case CS_TRANSMISSION:
@@ -810,6 +861,7 @@ static void conn_update(struct nbd_conn *c)
 
 static void conn_free(struct nbd_conn *c)
 {
+	repl__timer_del(c->eng, &c->hs_timer);
 	while (c->out_head)
 		out_pop(c);
 	if (c->rx)
@@ -959,7 +1011,107 @@ void repl__nbd_notify_free(struct repl_engine *eng)
 
 /* ---- creation and stop ---------------------------------------------------- */
 
-int repl__nbd_conn_new(struct repl_engine *eng, int fd)
+/* A flood connects a thousand times a second: one warning a second, with
+ * the count of what it stands for. */
+static void log_drop(struct repl_engine *eng, const char *why)
+{
+	uint64_t now = now_mono_ms();
+
+	if (eng->nbd_drop_log_ms && now - eng->nbd_drop_log_ms < DROP_LOG_MS) {
+		eng->nbd_drops_unlogged++;
+		return;
+	}
+	if (eng->nbd_drops_unlogged)
+		log_warn("dropping an NBD client: %s (and %u more in the last %u ms)", why,
+			 eng->nbd_drops_unlogged, (unsigned)(now - eng->nbd_drop_log_ms));
+	else
+		log_warn("dropping an NBD client: %s", why);
+	eng->nbd_drop_log_ms = now;
+	eng->nbd_drops_unlogged = 0;
+}
+
+/* Loop thread: ends a client still in the handshake (nothing in flight). */
+static void conn_drop(struct nbd_conn *c, const char *why)
+{
+	log_drop(c->eng, why);
+	repl__timer_del(c->eng, &c->hs_timer);
+	conn_close_side(c, true);
+	conn_update(c);
+	conn_maybe_close(c);
+}
+
+static void handshake_expired(void *arg)
+{
+	struct nbd_conn *c = arg;
+
+	c->hs_timer = NULL;
+	if (c->state != CS_TRANSMISSION)
+		conn_drop(c, "no NBD_OPT_GO within the handshake timeout");
+}
+
+static bool in_handshake(const struct nbd_conn *c)
+{
+	return c->state != CS_TRANSMISSION && !c->dead && !c->read_closed;
+}
+
+/* Option replies sent and not yet read by the client, or queued. */
+static bool replies_unread(const struct nbd_conn *c)
+{
+	int n = 0;
+
+	return c->out_backlog || (ioctl(c->fd, TIOCOUTQ, &n) == 0 && n > (int)UNREAD_MAX);
+}
+
+/* Which handshaking client goes first to make room: one that leaves its
+ * replies unread (a real client reads each before its next option), then
+ * one that never sent an option, then any; within a rank the one idle
+ * longest.  Smaller goes first. */
+static uint64_t drop_order(const struct nbd_conn *c)
+{
+	uint64_t rank = replies_unread(c) ? 0 : !c->sent_option ? 1 : 2;
+
+	return rank << 62 | (c->active_ms & ((UINT64_C(1) << 62) - 1));
+}
+
+/* Room for one more client in the handshake from src: over a limit, one
+ * goes (of src, if src is at its own limit).  The list is newest first, so
+ * on a tie the older one goes. */
+static void make_room(struct repl_engine *eng, const struct nbd_source *src)
+{
+	struct nbd_conn *victim = NULL;
+	uint64_t best = UINT64_MAX;
+	unsigned n = 0, from_src = 0;
+	bool per_source;
+
+	for (struct nbd_conn *c = eng->conns; c; c = c->next) {
+		if (!in_handshake(c))
+			continue;
+		n++;
+		from_src += !memcmp(&c->src, src, sizeof(*src));
+	}
+	per_source = from_src >= HANDSHAKES_PER_SOURCE;
+	if (!per_source && n < HANDSHAKES_MAX)
+		return;
+	for (struct nbd_conn *c = eng->conns; c; c = c->next) {
+		uint64_t o;
+		if (!in_handshake(c) || (per_source && memcmp(&c->src, src, sizeof(*src))))
+			continue;
+		o = drop_order(c);
+		if (o <= best) {
+			best = o;
+			victim = c;
+		}
+	}
+	conn_drop(victim, per_source ? "too many handshakes from one client process or "
+		  "address" : "too many handshakes at once");
+}
+
+void repl_nbd_set_clients_max(struct repl_engine *eng, unsigned max)
+{
+	eng->nbd_clients_max = max ? max : REPL_NBD_CLIENTS_MAX_DEFAULT;
+}
+
+int repl__nbd_conn_new(struct repl_engine *eng, int fd, const struct nbd_source *src)
 {
 	struct __attribute__((packed)) { uint64_t magic, opt; uint16_t flags; } greet = {
 		htobe64(NBD_MAGIC), htobe64(NBD_IHAVEOPT),
@@ -969,6 +1121,7 @@ int repl__nbd_conn_new(struct repl_engine *eng, int fd)
 
 	if (eng->stopping)
 		return -ESHUTDOWN;
+	make_room(eng, src);
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->in = malloc(IN_CAP))) {
 		free(c);
@@ -976,6 +1129,8 @@ int repl__nbd_conn_new(struct repl_engine *eng, int fd)
 	}
 	c->eng = eng;
 	c->fd = fd;
+	c->src = *src;
+	c->active_ms = now_mono_ms();
 	c->out_tail = &c->out_head;
 	c->events = POLLIN;
 	pthread_mutex_init(&c->lock, NULL);
@@ -986,6 +1141,8 @@ int repl__nbd_conn_new(struct repl_engine *eng, int fd)
 		return -ENOMEM;
 	}
 	c->registered = true;
+	if (repl__timer_add(eng, HANDSHAKE_TIMEOUT_MS, handshake_expired, c, &c->hs_timer) < 0)
+		log_warn("NBD client without a handshake timeout: no timer");
 	c->next = eng->conns;
 	if (c->next)
 		c->next->prev = c;

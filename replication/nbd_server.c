@@ -1,7 +1,9 @@
 /* nbd_server.c: the NBD listening sockets (Unix and TCP) and accepting
  * clients.  What a client says after connecting is nbd_conn.c's business.
  * A Unix socket path is unlinked when its listener closes, so a stopped
- * daemon leaves no socket behind. */
+ * daemon leaves no socket behind.  Out of descriptors (or memory), a
+ * listener pauses for ACCEPT_PAUSE_MS: the connection waiting in its
+ * backlog would otherwise wake the loop on every turn. */
 #include "config.h"
 
 #include <errno.h>
@@ -20,13 +22,59 @@
 #include "repl_int.h"
 #include "util.h"
 
+#define ACCEPT_PAUSE_MS 200
+
 struct nbd_listener {
 	struct repl_engine *eng;
 	struct nbd_listener *next;
 	int fd;
 	bool tcp;
+	bool accepting;		/* fd is in the loop */
+	void *pause_timer;
 	char *unix_path;	/* unlinked on close */
 };
+
+static void source_of(int fd, const struct sockaddr_storage *ss, bool tcp,
+		      struct nbd_source *src)
+{
+	struct ucred cred;
+	socklen_t len = sizeof(cred);
+
+	memset(src, 0, sizeof(*src));
+	if (!tcp) {
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) == 0) {
+			src->b[0] = 'u';
+			memcpy(src->b + 1, &cred.pid, sizeof(cred.pid));
+		}
+	} else if (ss->ss_family == AF_INET) {
+		src->b[0] = '4';
+		memcpy(src->b + 1, &((const struct sockaddr_in *)ss)->sin_addr, 4);
+	} else if (ss->ss_family == AF_INET6) {
+		src->b[0] = '6';
+		memcpy(src->b + 1, &((const struct sockaddr_in6 *)ss)->sin6_addr, 16);
+	}
+}
+
+static void listener_accept(void *arg, int fd, unsigned revents);
+
+static void resume_accept(void *arg)
+{
+	struct nbd_listener *l = arg;
+
+	l->pause_timer = NULL;
+	if (repl__fd_add(l->eng, l->fd, POLLIN, listener_accept, l) == 0)
+		l->accepting = true;
+	else
+		repl__timer_add(l->eng, ACCEPT_PAUSE_MS, resume_accept, l, &l->pause_timer);
+}
+
+static void pause_accept(struct nbd_listener *l, int err)
+{
+	log_warn_errno(err, "cannot accept an NBD client, pausing for %u ms", ACCEPT_PAUSE_MS);
+	repl__fd_del(l->eng, l->fd);
+	l->accepting = false;
+	repl__timer_add(l->eng, ACCEPT_PAUSE_MS, resume_accept, l, &l->pause_timer);
+}
 
 static void listener_accept(void *arg, int fd, unsigned revents)
 {
@@ -34,15 +82,22 @@ static void listener_accept(void *arg, int fd, unsigned revents)
 	int one = 1;
 
 	for (int i = 0; i < 16; i++) {
-		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		struct sockaddr_storage ss;
+		socklen_t sslen = sizeof(ss);
+		struct nbd_source src;
+		int c = accept4(fd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (c < 0) {
-			if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accept(l, errno);
+			else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 				log_warn_errno(errno, "accept");
 			return;
 		}
 		if (l->tcp)
 			setsockopt(c, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
-		if (repl__nbd_conn_new(l->eng, c) < 0)
+		source_of(c, &ss, l->tcp, &src);
+		if (repl__nbd_conn_new(l->eng, c, &src) < 0)
 			close(c);
 	}
 }
@@ -58,6 +113,7 @@ static int listener_add(struct repl_engine *eng, int fd, bool tcp, const char *p
 	l->eng = eng;
 	l->fd = fd;
 	l->tcp = tcp;
+	l->accepting = true;
 	if (path && !(l->unix_path = strdup(path))) {
 		free(l);
 		return -ENOMEM;
@@ -73,7 +129,7 @@ static int listener_add(struct repl_engine *eng, int fd, bool tcp, const char *p
 	return 0;
 }
 
-int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode)
+int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode, gid_t gid)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	int fd, r;
@@ -91,7 +147,9 @@ int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode)
 		r = -errno;
 		goto fail;
 	}
+	/* Group and mode before listen(): nobody connects in between. */
 	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    (gid != (gid_t)-1 && chown(path, (uid_t)-1, gid) < 0) ||
 	    chmod(path, mode) < 0 || listen(fd, 128) < 0) {
 		r = -errno;
 		goto fail;
@@ -161,7 +219,9 @@ void repl__nbd_listeners_close(struct repl_engine *eng)
 
 	while ((l = eng->listeners)) {
 		eng->listeners = l->next;
-		repl__fd_del(eng, l->fd);
+		repl__timer_del(eng, &l->pause_timer);
+		if (l->accepting)
+			repl__fd_del(eng, l->fd);
 		close(l->fd);
 		if (l->unix_path)
 			unlink(l->unix_path);

@@ -96,12 +96,15 @@ struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
 	return check_range(type, offset, count, exp->size);
 }
 
-uint16_t repl__nbd_export_flags(const struct repl_volume *vol)
+uint16_t repl__nbd_export_flags(const struct repl_volume *vol, bool structured)
 {
+	(void)vol;
 	/* CAN_MULTI_CONN: every connection writes through the same fd with
 	 * no cache of ours, so a FLUSH (fdatasync) on any connection covers
-	 * the acknowledged writes of all of them. */
+	 * the acknowledged writes of all of them.  SEND_DF only with
+	 * structured replies: the protocol says the server MUST NOT set it
+	 * otherwise. */
 	return NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
 	       NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
-	       NBD_FLAG_SEND_DF | NBD_FLAG_CAN_MULTI_CONN;
+	       (structured ? NBD_FLAG_SEND_DF : 0) | NBD_FLAG_CAN_MULTI_CONN;
 }

@@ -9,7 +9,17 @@
  * Every frame's header is validated before its payload is read (wire.c),
  * and garbage ends the connection, never reaches a volume.  Reconnects back
  * off from 250 ms to 10 s; a peer that sends nothing for PING_TIMEOUT_MS is
- * dropped (an unplugged cable sends no RST).  Loop thread only. */
+ * dropped (an unplugged cable sends no RST).
+ *
+ * Anyone who can reach the port can connect, so until a connection has
+ * proved the key it costs little and lasts little: only the handshake's
+ * frames are read (wire_hdr_before_auth: a WRITE header closes it before a
+ * buffer exists), it has AUTH_TIMEOUT_MS to authenticate, and a listener
+ * keeps at most HANDSHAKES_MAX of them, HANDSHAKES_PER_SOURCE per source
+ * address; a new one over a limit pushes out the oldest (of its source
+ * first), since a real peer's handshake takes one round trip and a
+ * stranger's waits.  Out of descriptors, the listener pauses for
+ * ACCEPT_PAUSE_MS instead of being woken forever.  Loop thread only. */
 #include "config.h"
 
 #include <errno.h>
@@ -36,6 +46,11 @@
 #define PING_INTERVAL_MS 1000
 #define PING_TIMEOUT_MS 4000
 #define HANDSHAKE_TIMEOUT_MS 10000
+#define AUTH_TIMEOUT_MS 3000		/* an accepted link proves the key in time */
+#define HANDSHAKES_MAX 32		/* accepted links not yet authenticated... */
+#define HANDSHAKES_PER_SOURCE 4		/* ...and of those, from one address */
+#define ACCEPT_PAUSE_MS 200		/* after EMFILE and the like */
+#define DROP_LOG_MS 1000		/* one "dropping" warning per second */
 #define RS_SEQ_BIT (UINT64_C(1) << 63)
 #define MAX_IOV 64
 
@@ -71,11 +86,17 @@ struct peer_link {
 	struct txmsg *tx_head, **tx_tail;
 	uint64_t last_rx_ms, started_ms;
 	void *tick;
+	struct sockaddr_storage src;	/* accepted: who connected (family 0: unknown) */
 };
 
 struct vol_listener {
 	int fd;
-	struct peer_link *pending;	/* accepted, not yet identified */
+	struct peer_link *pending;	/* accepted, not yet identified; newest first */
+	unsigned n_pending;
+	bool accepting;			/* fd is in the loop */
+	void *pause_timer;
+	uint64_t drop_log_ms;		/* when "dropping" was last logged */
+	unsigned drops_unlogged;
 };
 
 static struct peer *peer_by_name(struct repl_volume *vol, const char *node);
@@ -959,6 +980,7 @@ static void pending_unlink(struct peer_link *l)
 	for (struct peer_link **pp = vl ? &vl->pending : NULL; pp && *pp; pp = &(*pp)->next)
 		if (*pp == l) {
 			*pp = l->next;
+			vl->n_pending--;
 			return;
 		}
 }
@@ -1107,6 +1129,11 @@ static int link_read(struct peer_link *l)
 			r = wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
 			if (r < 0)
 				return r;
+			if (!l->authed && !wire_hdr_before_auth(&l->h)) {
+				snprintf(l->why, sizeof(l->why), "%s frame of %u bytes before "
+					 "authentication", wire_type_name(l->h.type), l->h.length);
+				return -EPROTO;
+			}
 			l->payload = malloc(l->h.length ? l->h.length : 1);
 			if (!l->payload)
 				return -ENOMEM;
@@ -1138,6 +1165,28 @@ static const char *link_error(int r)
 	}
 }
 
+/* Strangers may connect a thousand times a second: one line a second,
+ * with a count of what it stands for. */
+static void log_drop(struct vol_listener *vl, const char *vol, const char *why)
+{
+	uint64_t now = now_mono_ms();
+
+	if (vl && vl->drop_log_ms && now - vl->drop_log_ms < DROP_LOG_MS) {
+		vl->drops_unlogged++;
+		return;
+	}
+	if (vl && vl->drops_unlogged)
+		plog(LOG_WARNING, vol, "dropping an incoming replication connection: %s "
+		     "(and %u more in the last %u ms)", why, vl->drops_unlogged,
+		     (unsigned)(now - vl->drop_log_ms));
+	else
+		plog(LOG_WARNING, vol, "dropping an incoming replication connection: %s", why);
+	if (vl) {
+		vl->drop_log_ms = now;
+		vl->drops_unlogged = 0;
+	}
+}
+
 static void link_fail(struct peer_link *l, int r)
 {
 	const char *why = l->why[0] ? l->why : link_error(r);
@@ -1146,8 +1195,7 @@ static void link_fail(struct peer_link *l, int r)
 		peer_down(l->p, why, false);
 		return;
 	}
-	plog(LOG_WARNING, l->vol->name, "dropping an incoming replication connection: %s",
-	     why);
+	log_drop(l->vol->listener, l->vol->name, why);
 	pending_unlink(l);
 	link_close(l);
 }
@@ -1179,6 +1227,10 @@ static void link_tick(void *arg)
 	struct wire_msg ping = { .type = WIRE_PING };
 
 	l->tick = NULL;
+	if (!l->p && now - l->started_ms > AUTH_TIMEOUT_MS) {
+		link_fail(l, -ETIMEDOUT);
+		return;
+	}
 	if (!l->authed || (l->p && l->p->conn != PC_UP)) {
 		if (now - l->started_ms > HANDSHAKE_TIMEOUT_MS) {
 			link_fail(l, -ETIMEDOUT);
@@ -1342,23 +1394,96 @@ static void schedule_reconnect(struct peer *p)
 /* ---- accepting -------------------------------------------------------------------- */
 
 
+static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
+{
+	if (a->ss_family != b->ss_family)
+		return false;
+	if (a->ss_family == AF_INET)
+		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
+		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
+	if (a->ss_family == AF_INET6)
+		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
+			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
+	return true;
+}
+
+/* Room for one more handshake from src: over a limit, the oldest pending
+ * link (of src, if src is at its own limit) goes. */
+static void make_room(struct vol_listener *vl, const struct sockaddr_storage *src)
+{
+	struct peer_link *oldest = NULL, *oldest_src = NULL;
+	unsigned from_src = 0;
+
+	for (struct peer_link *l = vl->pending; l; l = l->next) {
+		oldest = l;
+		if (same_source(&l->src, src)) {
+			oldest_src = l;
+			from_src++;
+		}
+	}
+	if (from_src >= HANDSHAKES_PER_SOURCE)
+		oldest = oldest_src;
+	else if (vl->n_pending < HANDSHAKES_MAX)
+		return;
+	snprintf(oldest->why, sizeof(oldest->why), "too many handshakes %s (limit %u), "
+		 "the oldest goes", oldest == oldest_src ? "from its address" : "at once",
+		 oldest == oldest_src ? HANDSHAKES_PER_SOURCE : HANDSHAKES_MAX);
+	link_fail(oldest, -EBUSY);
+}
+
+static void listener_accept(void *arg, int fd, unsigned revents);
+
+static void resume_accept(void *arg)
+{
+	struct repl_volume *vol = arg;
+	struct vol_listener *vl = vol->listener;
+
+	vl->pause_timer = NULL;
+	if (repl__fd_add(vol->eng, vl->fd, POLLIN, listener_accept, vol) == 0)
+		vl->accepting = true;
+	else
+		repl__timer_add(vol->eng, ACCEPT_PAUSE_MS, resume_accept, vol, &vl->pause_timer);
+}
+
+/* Out of descriptors (or memory): the waiting connection would wake the
+ * loop on every turn; look again a little later. */
+static void pause_accept(struct repl_volume *vol, int err)
+{
+	struct vol_listener *vl = vol->listener;
+
+	plog_errno(LOG_WARNING, vol->name, err, "cannot accept a replication connection, "
+		   "pausing for %u ms", ACCEPT_PAUSE_MS);
+	repl__fd_del(vol->eng, vl->fd);
+	vl->accepting = false;
+	repl__timer_add(vol->eng, ACCEPT_PAUSE_MS, resume_accept, vol, &vl->pause_timer);
+}
+
 static void listener_accept(void *arg, int fd, unsigned revents)
 {
 	struct repl_volume *vol = arg;
 	struct vol_listener *vl = vol->listener;
 
-	for (int i = 0; i < 8; i++) {
-		int c = accept4(fd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	for (int i = 0; i < 16; i++) {
+		struct sockaddr_storage src;
+		socklen_t slen = sizeof(src);
+		int c = accept4(fd, (struct sockaddr *)&src, &slen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		struct peer_link *l;
-		if (c < 0)
+		if (c < 0) {
+			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
+			    errno == ENOMEM)
+				pause_accept(vol, errno);
 			return;
+		}
+		make_room(vl, &src);
 		l = link_new(vol, c, NULL);
 		if (!l) {
 			close(c);
 			continue;
 		}
+		l->src = src;
 		l->next = vl->pending;
 		vl->pending = l;
+		vl->n_pending++;
 		if (auth_step(l) < 0)
 			link_fail(l, -EPROTO);
 	}
@@ -1392,6 +1517,7 @@ static int listen_start(struct repl_volume *vol, const char *host, const char *p
 		return r;
 	}
 	vl->fd = fd;
+	vl->accepting = true;
 	vol->listener = vl;
 	plog(LOG_INFO, vol->name, "replication listening on %s:%s", host && *host ? host : "*",
 	     port);
@@ -1477,7 +1603,9 @@ void repl__peers_stop(struct repl_volume *vol)
 			vl->pending = l->next;
 			link_close(l);
 		}
-		repl__fd_del(vol->eng, vl->fd);
+		repl__timer_del(vol->eng, &vl->pause_timer);
+		if (vl->accepting)
+			repl__fd_del(vol->eng, vl->fd);
 		close(vl->fd);
 		free(vl);
 		vol->listener = NULL;

@@ -293,8 +293,15 @@ int repl_volume_remove(struct repl_volume *vol);
 
 /* ---- NBD ------------------------------------------------------------ */
 
-/* Listens on a Unix socket (unlinked again on stop) with the given mode. */
-int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode);
+/* Listens on a Unix socket (unlinked again on stop) with the given mode
+ * and group (gid (gid_t)-1: the creator's), both set before it listens. */
+int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode, gid_t gid);
+/* At most max clients attached (past NBD_OPT_GO) at once; one more is
+ * refused with NBD_REP_ERR_POLICY and a message.  0: the default,
+ * REPL_NBD_CLIENTS_MAX_DEFAULT.  Clients still in the handshake are
+ * limited apart (nbd_conn.c). */
+#define REPL_NBD_CLIENTS_MAX_DEFAULT 128
+void repl_nbd_set_clients_max(struct repl_engine *eng, unsigned max);
 /* Listens on TCP; host NULL = all addresses. */
 int repl_nbd_listen_tcp(struct repl_engine *eng, const char *host, const char *port);
 

@@ -56,6 +56,9 @@ struct repl_engine {
 	struct nbd_listener *listeners;
 	struct nbd_conn *conns;
 	struct nbd_notify *notify;
+	unsigned nbd_clients_max;	/* attached NBD clients (repl_nbd_set_clients_max) */
+	uint64_t nbd_drop_log_ms;	/* rate of "dropping an NBD client" warnings */
+	unsigned nbd_drops_unlogged;
 	struct repl_hooks hooks;
 	bool stopping;
 };
@@ -238,12 +241,19 @@ struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
 					 uint16_t type, uint64_t offset,
 					 uint32_t count,
 					 const struct nbd_export_view *exp);
-/* Transmission flags advertised for an export. */
-uint16_t repl__nbd_export_flags(const struct repl_volume *vol);
+/* Transmission flags advertised for an export, to a client that did or
+ * did not negotiate structured replies. */
+uint16_t repl__nbd_export_flags(const struct repl_volume *vol, bool structured);
 
 /* ---- nbd_server.c / nbd_conn.c ---- */
 void repl__nbd_listeners_close(struct repl_engine *eng);
-int repl__nbd_conn_new(struct repl_engine *eng, int fd);
+/* Where a client comes from, for the per-source handshake limit: its pid
+ * on a Unix socket (SO_PEERCRED), its address over TCP; all zero when
+ * unknown. */
+struct nbd_source {
+	uint8_t b[20];
+};
+int repl__nbd_conn_new(struct repl_engine *eng, int fd, const struct nbd_source *src);
 void repl__nbd_conns_stop(struct repl_engine *eng);
 void repl__nbd_conns_free(struct repl_engine *eng);
 /* Ends every client of vol (their requests still finish). */

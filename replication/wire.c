@@ -635,6 +635,19 @@ int wire_hdr_decode(const uint8_t *buf, size_t len, struct wire_hdr *h)
 	return 0;
 }
 
+bool wire_hdr_before_auth(const struct wire_hdr *h)
+{
+	switch (h->type) {
+	case WIRE_HELLO:
+	case WIRE_CHALLENGE:
+	case WIRE_AUTH:
+	case WIRE_AUTH_OK:
+		return h->length == types[h->type].fixed;
+	default:
+		return false;
+	}
+}
+
 /* ---- frames ----------------------------------------------------------- */
 
 int wire_decode_payload(const struct wire_hdr *h, const uint8_t *payload, size_t len,

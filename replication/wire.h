@@ -214,6 +214,11 @@ bool wire_type_valid(uint16_t type);
  * -EPROTONOSUPPORT (version), -EBADMSG (header CRC), -EMSGSIZE (length
  * outside the type's bounds). */
 int wire_hdr_decode(const uint8_t *buf, size_t len, struct wire_hdr *h);
+/* Before authentication only the handshake's frames may come, each of its
+ * one exact length (HELLO 144, CHALLENGE 32, AUTH 32, AUTH_OK 0): a header
+ * that is anything else ends the connection before a payload byte is read
+ * or a buffer allocated.  h from wire_hdr_decode(). */
+bool wire_hdr_before_auth(const struct wire_hdr *h);
 /* Payload of a decoded header: 0, or -EMSGSIZE (len != h->length),
  * -EBADMSG (CRC), -EPROTO (bad field). */
 int wire_decode_payload(const struct wire_hdr *h, const uint8_t *payload, size_t len,

@@ -55,6 +55,16 @@ RA_START_TIMEOUT=${RA_START_TIMEOUT:-10}
 RA_STOP_TIMEOUT=${RA_STOP_TIMEOUT:-10}
 
 log() { printf '%s: %s\n' "$TEST_NAME" "$*"; }
+# later_fail MSG: a failure that does not stop the test (the other parts
+# still run); check_later_failures at the end fails the test if there was one.
+LATER_FAILURES=()
+later_fail() {
+	echo "$TEST_NAME: FAIL (continuing): $*" >&2
+	LATER_FAILURES+=("$*")
+}
+check_later_failures() {
+	[ ${#LATER_FAILURES[@]} = 0 ] || fail "$(printf '%s; ' "${LATER_FAILURES[@]}")"
+}
 skip() { printf '%s: SKIP: %s\n' "$TEST_NAME" "$*" >&2; exit 77; }
 fail() { printf '%s: FAIL: %s\n' "$TEST_NAME" "$*" >&2; exit 1; }
 hard_error() { printf '%s: ERROR: %s\n' "$TEST_NAME" "$*" >&2; exit 99; }
@@ -592,6 +602,60 @@ faultdisk_log() {
 	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
 	cat "$FAULTDISK_DIR/log" 2>/dev/null
 	true
+}
+
+# ---- floods and resource use ------------------------------------------------
+
+# mem_kib PID FIELD: a /proc/PID/status field in KiB (VmRSS, VmHWM); 0 if gone.
+mem_kib() {
+	awk -v f="$2:" '$1 == f { print $2; found = 1 } END { if (!found) print 0 }' \
+		"/proc/$1/status" 2>/dev/null || echo 0
+}
+
+# rss_peak_reset PID: VmHWM starts again from the current RSS (needs root).
+rss_peak_reset() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null; }
+
+# fd_count PID: open descriptors of PID.
+fd_count() { find "/proc/$1/fd" -mindepth 1 -maxdepth 1 2>/dev/null | wc -l; }
+
+# start_flood OUT ARGS...: tests/flood.py ARGS in the background with enough
+# descriptors of its own (the daemons keep the limit they were started
+# with); its summary goes to OUT.  Sets FLOOD_PID.
+FLOOD_PID=
+start_flood() {
+	local out=$1
+	shift
+	(
+		ulimit -n 8192 2>/dev/null || ulimit -n "$(ulimit -Hn)"
+		exec "$PYTHON" "$TESTS_SRCDIR/flood.py" "$@"
+	) >"$out" 2>&1 &
+	FLOOD_PID=$!
+	track_pid "$FLOOD_PID"
+}
+
+# rss_guard MAX_KIB PID...: while the flood runs, the daemons' RSS stays under
+# MAX_KIB; past it the flood is stopped at once (so that a daemon without
+# limits does not take the machine's memory) and 1 returned.
+rss_guard() {
+	local max=$1 pid rss
+	shift
+	while _alive "$FLOOD_PID"; do
+		for pid in "$@"; do
+			rss=$(mem_kib "$pid" VmRSS)
+			if [ "$rss" -gt "$max" ]; then
+				echo "RSS of $pid reached $rss KiB during the flood: stopping it" >&2
+				stop_pid "$FLOOD_PID"
+				return 1
+			fi
+		done
+		sleep 0.2
+	done
+}
+
+# wait_flood: waits for the flood, shows its summary.
+wait_flood() {
+	wait "$FLOOD_PID" 2>/dev/null
+	untrack_pid "$FLOOD_PID"
 }
 
 # ---- 5. several daemons (one per node) ---------------------------------------

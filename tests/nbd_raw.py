@@ -499,6 +499,19 @@ def option_starttls(t, export):
 
 
 @scenario
+def df_only_with_structured(t, export):
+    """NBD_FLAG_SEND_DF only to a client that negotiated structured replies."""
+    for st in (False, True):
+        c = session(t, export, st)
+        df = bool(c.tflags & (1 << 7))
+        c.close()
+        if df != st:
+            raise Fail("transmission flags %#x %s SEND_DF %s structured replies"
+                       % (c.tflags, "have" if df else "lack",
+                          "with" if st else "without"))
+
+
+@scenario
 def option_abort(t, export):
     """NBD_OPT_ABORT: NBD_REP_ACK, then the server closes."""
     c = connect(t)

@@ -118,6 +118,18 @@ static void check_socket_none(const struct cfg *c)
 	CHECK(c->nbd_host == NULL && c->nbd_port == NULL);
 }
 
+static void check_nbd_limits(const struct cfg *c)
+{
+	CHECK(c->nbd_socket_group && !strcmp(c->nbd_socket_group, "libvirt-qemu"));
+	CHECK(c->nbd_clients_max == 4096);
+}
+
+static void check_group_none(const struct cfg *c)
+{
+	CHECK(c->nbd_socket_group && !strcmp(c->nbd_socket_group, ""));
+	CHECK(c->nbd_clients_max == 0);
+}
+
 static void check_listen_none(const struct cfg *c)
 {
 	CHECK(c->nbd_socket && !strcmp(c->nbd_socket, "/run/replagent/nbd.sock"));
@@ -302,6 +314,10 @@ static const struct tcase cases[] = {
 	OK("[global]\nnbd-socket = \"\"\n", check_socket_none),
 	OK("[global]\nnbd-socket = none\nnbd-listen = none\n", check_socket_none),
 	OK("[global]\nnbd-listen = \"\"\n", check_listen_none),
+	OK("[global]\nnbd-socket-group = libvirt-qemu\nnbd-clients-max = 4096\n",
+	   check_nbd_limits),
+	OK("[global]\nnbd-socket-group = none\n", check_group_none),
+	OK("[global]\nnbd-socket-group = \"\"\n", check_group_none),
 	OK("[global]\nnbd-listen = :10809\n", check_listen_all),
 	OK("[global]\nnbd-listen = [::1]:10809\n", check_listen_v6),
 	OK("[global]\nnbd-listen = storage.example.com:080\n", check_listen_name),
@@ -406,6 +422,12 @@ static const struct tcase cases[] = {
 	ERR(2, "invalid outdate-timeout \"0\": expected a number of seconds from 1 to 3600",
 	    "[global]\noutdate-timeout = 0\n"),
 	ERR(2, "invalid outdate-timeout \"3601\"", "[global]\noutdate-timeout = 3601\n"),
+	ERR(2, "invalid nbd-clients-max \"0\": expected a number from 1 to 4096",
+	    "[global]\nnbd-clients-max = 0\n"),
+	ERR(2, "invalid nbd-clients-max \"4097\"", "[global]\nnbd-clients-max = 4097\n"),
+	ERR(2, "invalid nbd-socket-group \"kvm users\": expected a group name",
+	    "[global]\nnbd-socket-group = kvm users\n"),
+	ERR(2, "invalid nbd-socket-group \"-g\"", "[global]\nnbd-socket-group = -g\n"),
 	ERR(2, "invalid outdate-timeout \"-1\"", "[global]\noutdate-timeout = -1\n"),
 	ERR(2, "invalid outdate-timeout \"10s\"", "[global]\noutdate-timeout = 10s\n"),
 	ERR(2, "invalid outdate-timeout \"99999999999999999999999\"",

@@ -1101,6 +1101,34 @@ static void test_key_file(void)
 	CHECK(rmdir(tmpdir) == 0);
 }
 
+/* Before authentication: the handshake's four types at their one length,
+ * nothing else (a WRITE header there must not get a 4 MiB buffer). */
+static void test_before_auth(void)
+{
+	static const struct { uint16_t type; uint32_t length; bool ok; } t[] = {
+		{ WIRE_HELLO, WIRE_HELLO_LEN, true },
+		{ WIRE_CHALLENGE, WIRE_NONCE_LEN, true },
+		{ WIRE_AUTH, WIRE_MAC_LEN, true },
+		{ WIRE_AUTH_OK, 0, true },
+		{ WIRE_HELLO, WIRE_HELLO_LEN - 1, false },
+		{ WIRE_AUTH, WIRE_MAC_LEN + 1, false },
+		{ WIRE_VOLUME, WIRE_VOLUME_LEN, false },
+		{ WIRE_WRITE, WIRE_DATA_FIXED + WIRE_DATA_MAX, false },
+		{ WIRE_WRITE, WIRE_DATA_FIXED + 1, false },
+		{ WIRE_RS_DATA, WIRE_DATA_FIXED + 512, false },
+		{ WIRE_BYE, 8, false },
+		{ WIRE_PING, 0, false },
+		{ WIRE_STATE, 16, false },
+	};
+
+	for (size_t i = 0; i < sizeof(t) / sizeof(t[0]); i++) {
+		struct wire_hdr h = { .version = WIRE_VERSION, .type = t[i].type,
+				      .length = t[i].length };
+		CHECK_MSG(wire_hdr_before_auth(&h) == t[i].ok, "type %u length %u",
+			  t[i].type, t[i].length);
+	}
+}
+
 int main(void)
 {
 	test_roundtrip();
@@ -1113,5 +1141,6 @@ int main(void)
 	test_replay_reflection();
 	test_tampering();
 	test_key_file();
+	test_before_auth();
 	return unit_done("test-wire");
 }
