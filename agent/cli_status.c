@@ -149,8 +149,9 @@ static void append_size(char *line, size_t size, const struct json_value *v)
 static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
+	const char *meta = json_get_str(v, "meta_error");
 	uint64_t clients = 0;
-	char line[1024];
+	char line[1024], text[192];
 
 	json_get_u64(v, "clients", &clients);
 	snprintf(line, sizeof(line), "%-*s  %-*s  %-*s  clients %" PRIu64 "%s",
@@ -160,6 +161,10 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 		 json_get_bool(v, "io_frozen") ? "  I/O frozen" : "");
 	append_size(line, sizeof(line), v);
 	put_line(line);
+	if (meta && *meta) {
+		snprintf(line, sizeof(line), "  writes fail: %s", cli_clean(meta, text, sizeof(text)));
+		put_line(line);
+	}
 	for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next)
 		print_peer(p, w);
 }
@@ -177,6 +182,7 @@ static enum health volume_health(const struct json_value *v, char *why, size_t w
 	const struct json_value *grow = json_get(v, "grow");
 
 	hv.grow_error = grow ? json_get_str(grow, "error") : NULL;
+	hv.meta_error = json_get_str(v, "meta_error");
 
 	if (!peers || peers->type != JSON_ARRAY) {
 		snprintf(why, whylen, "%s: no peer list", cli_or_unknown(hv.name));

@@ -32,6 +32,8 @@ struct health_volume {
 	bool io_frozen;
 	const char *grow_error;	/* why growing to the volume's new size failed
 				 * (retried), or NULL */
+	const char *meta_error;	/* why writes fail (the metadata cannot be
+				 * written), or NULL / "" */
 	unsigned n_peers;
 	const struct health_peer *peers;
 };

@@ -189,6 +189,26 @@ static void test_grow(void)
 	CHECK_MSG(strstr(why, "StandAlone"), "why \"%s\"", why);
 }
 
+/* Writes failing for want of metadata: critical, with the reason, even
+ * with every peer in sync; none ("" or NULL): no effect. */
+static void test_meta(void)
+{
+	static const struct health_peer up[] = { P("n2", "Connected", "UpToDate") };
+	struct health_volume v = {
+		.name = "vol0", .role = "Primary", .disk = "UpToDate",
+		.meta_error = "metadata failing (Input/output error)",
+		.n_peers = 1, .peers = up,
+	};
+	char why[256];
+
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "vol0: writes fail (metadata failing"), "why \"%s\"", why);
+	v.meta_error = "";
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_OK);
+	v.meta_error = NULL;
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_OK);
+}
+
 static void test_no_why(void)
 {
 	struct health_volume v = { .name = "v", .role = "Primary", .disk = "Failed" };
@@ -205,6 +225,7 @@ int main(void)
 	test_cluster();
 	test_worse();
 	test_grow();
+	test_meta();
 	test_no_why();
 	return unit_done("test-status-exit");
 }
