@@ -17,6 +17,7 @@
 #   2. cleanup stack and process tracking
 #   3. replagentd: config files, start/stop, waiting for listeners
 #   4. NBD client helpers (qemu-io, ports)
+#   4b. disk faults: the faultdisk shim (tests/faultdisk.c)
 #   5. several daemons (one per node)
 #   6. libvirt: a private libvirtd in its own mount namespace, boot sector
 #   7. replicated clusters: nodes, the CLI, network namespaces
@@ -189,6 +190,8 @@ declare -A _ra_pid=() _ra_log=() _ra_conf=()
 # Prefix for the daemon's command line, e.g. (ip netns exec NS) for a node
 # in a network namespace; empty for the local node.
 RA_EXEC_PREFIX=()
+# Extra environment of an instance, by name: VAR=value lines (see ra_env).
+declare -A _ra_env=()
 # Status of the last stop_replagentd / wait_replagentd_exit.
 REPLAGENTD_STATUS=
 
@@ -260,6 +263,20 @@ _show_daemon_logs() {
 	done
 }
 
+# ra_env NAME [VAR=VALUE...]: the instance NAME (start_replagentd_as NAME,
+# start_node NAME) is started from now on with these variables added to its
+# environment, replacing those of an earlier ra_env NAME; none: the plain
+# environment again.  E.g. ra_env b LD_PRELOAD=... (see faultdisk_preload).
+ra_env() {
+	local name=$1
+	shift
+	if [ $# = 0 ]; then
+		unset '_ra_env[$name]'
+	else
+		_ra_env[$name]=$(printf '%s\n' "$@")
+	fi
+}
+
 # try_start_replagentd_as NAME CONFIG [ARGS...]: start replagentd -f -c
 # CONFIG ARGS in the background (output appended to $TESTDIR/NAME.log),
 # wait up to RA_START_TIMEOUT s for its NBD socket (and its TCP listener if
@@ -268,16 +285,21 @@ _show_daemon_logs() {
 # REPLAGENTD_STATUS), 2 on timeout (the daemon is left running).
 try_start_replagentd_as() {
 	local name=$1 conf=$2 sock listen pid n=0 logf stale
+	local -a envv=()
 	shift 2
 	requires_replagentd
+	if [ -n "${_ra_env[$name]:-}" ]; then
+		mapfile -t envv <<<"${_ra_env[$name]}"
+		envv=(env "${envv[@]}")
+	fi
 	logf=$TESTDIR/$name.log
 	sock=$(cfg_get "$conf" nbd-socket)
 	listen=$(cfg_get "$conf" nbd-listen)
 	# A socket left by a killed daemon is stale until the new one replaces
 	# it: wait for a new inode or ctime (inode numbers get reused).
 	stale=$(stat -c "%i %z" "$sock" 2>/dev/null)
-	echo "==== $(date '+%T') starting: $REPLAGENTD -f -c $conf $*" >>"$logf"
-	"${RA_EXEC_PREFIX[@]}" "$REPLAGENTD" -f -c "$conf" "$@" >>"$logf" 2>&1 &
+	echo "==== $(date '+%T') starting: ${envv[*]:+${envv[*]} }$REPLAGENTD -f -c $conf $*" >>"$logf"
+	"${RA_EXEC_PREFIX[@]}" "${envv[@]}" "$REPLAGENTD" -f -c "$conf" "$@" >>"$logf" 2>&1 &
 	pid=$!
 	_ra_pid[$name]=$pid
 	_ra_log[$name]=$logf
@@ -461,6 +483,104 @@ import socket, sys
 s = socket.socket(socket.AF_UNIX)
 s.settimeout(5)
 s.connect(sys.argv[1])' "$2"
+}
+
+# ---- 4b. disk faults ----------------------------------------------------------
+#
+# tests/faultdisk.so, preloaded into one process, plays a faulty disk under
+# the files whose path contains a given substring: a volatile write cache
+# (writes stay in the process's memory until fsync/fdatasync/a DSYNC write,
+# so a kill -9 loses them as a power loss loses a disk's cache), EIO on
+# flush, write or read, slow flushes.  Rules can change while the process
+# runs; every fault that fires is logged (faultdisk_log).  No rule: pure
+# pass-through.  E.g.
+#
+#   faultdisk_init
+#   write_config
+#   faultdisk_set cache "$BACKING"
+#   faultdisk_preload replagentd        (or a node's name, before start_node)
+#   start_replagentd "$CONFIG"
+#   ... kill_replagentd; faultdisk_log | grep -q "^cache $BACKING" || fail ...
+#
+# Rules (the RULE of faultdisk_set): cache, eio-flush, eio-write (also hole
+# punching and zeroing), eio-read, slow-flush ("SUBSTRING MILLISECONDS").
+
+# The shim, built by make check (without sanitizers: ASan builds take it
+# with verify_asan_link_order=0, which faultdisk_env sets).
+FAULTDISK_SO=${FAULTDISK_SO:-$top_builddir/tests/faultdisk.so}
+FAULTDISK_DIR=
+
+# faultdisk_init: requires the shim; creates the empty rule directory
+# $TESTDIR/faultdisk and sets FAULTDISK_DIR.  Nothing is preloaded yet.
+faultdisk_init() {
+	[ -f "$FAULTDISK_SO" ] ||
+		hard_error "$FAULTDISK_SO not found: build it first (make check, or make tests/faultdisk.so)"
+	FAULTDISK_DIR=$TESTDIR/faultdisk
+	mkdir -p "$FAULTDISK_DIR" || hard_error "mkdir $FAULTDISK_DIR"
+}
+
+# faultdisk_env: the VAR=value lines that load the shim (for env(1)).
+faultdisk_env() {
+	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
+	printf '%s\n' "LD_PRELOAD=$FAULTDISK_SO${LD_PRELOAD:+ $LD_PRELOAD}" \
+		"FAULTDISK_DIR=$FAULTDISK_DIR" \
+		"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
+}
+
+# faultdisk_run CMD [ARGS...]: runs CMD with the shim preloaded.
+faultdisk_run() {
+	local -a e
+	mapfile -t e < <(faultdisk_env)
+	env "${e[@]}" "$@"
+}
+
+# faultdisk_preload NAME: the daemon instance NAME (start_replagentd_as
+# NAME, start_node NAME) is started with the shim from now on; undo with
+# "ra_env NAME".
+faultdisk_preload() {
+	local -a e
+	mapfile -t e < <(faultdisk_env)
+	ra_env "$1" "${e[@]}"
+}
+
+# faultdisk_set RULE LINE...: makes RULE match the files whose path
+# contains one of the LINEs (for slow-flush: "SUBSTRING MILLISECONDS"),
+# replacing RULE's earlier lines; in force for every call the processes
+# start from its return on.
+faultdisk_set() {
+	local rule=$1
+	shift
+	case $rule in
+	cache | eio-flush | eio-write | eio-read | slow-flush) ;;
+	*) hard_error "faultdisk_set: unknown rule $rule" ;;
+	esac
+	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
+	# Renamed into place: the shim never reads half a rule.
+	printf '%s\n' "$@" >"$FAULTDISK_DIR/.$rule.new" &&
+		mv -f "$FAULTDISK_DIR/.$rule.new" "$FAULTDISK_DIR/$rule" ||
+		hard_error "cannot write rule $rule"
+	# The shim re-reads its rules at most 50 ms after a change.
+	sleep 0.1
+	log "faultdisk: $rule on $*"
+}
+
+# faultdisk_clear RULE: RULE matches nothing any more (data the cache
+# holds stays there until flushed).
+faultdisk_clear() {
+	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
+	rm -f "$FAULTDISK_DIR/$1"
+	sleep 0.1
+	log "faultdisk: $1 cleared"
+}
+
+# faultdisk_log: the faults that fired so far, one a line ("eio-flush PATH",
+# "slow-flush PATH MS", "cache PATH" when a file's first write is held,
+# "cache-flush PATH BYTES" when held writes are written out, "cache-drop
+# PATH BYTES" when an exit without flush drops them ...).
+faultdisk_log() {
+	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
+	cat "$FAULTDISK_DIR/log" 2>/dev/null
+	true
 }
 
 # ---- 5. several daemons (one per node) ---------------------------------------
