@@ -149,6 +149,7 @@ static void append_size(char *line, size_t size, const struct json_value *v)
 static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
+	const char *meta = json_get_str(v, "meta_error");
 	uint64_t clients = 0, damaged = 0;
 	char line[1024], part[128], text[512];
 
@@ -174,6 +175,10 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 		cli_append(line, sizeof(line), part);
 	}
 	put_line(line);
+	if (meta && *meta) {
+		snprintf(line, sizeof(line), "  writes fail: %s", cli_clean(meta, text, sizeof(text)));
+		put_line(line);
+	}
 	for (const struct json_value *p = peers ? peers->child : NULL; p; p = p->next)
 		print_peer(p, w);
 }
@@ -193,6 +198,7 @@ static enum health volume_health(const struct json_value *v, char *why, size_t w
 	hv.grow_error = grow ? json_get_str(grow, "error") : NULL;
 	if (json_get_bool(v, "failed"))
 		hv.failed = json_get_str(v, "reason") ? json_get_str(v, "reason") : "";
+	hv.meta_error = json_get_str(v, "meta_error");
 
 	if (!peers || peers->type != JSON_ARRAY) {
 		snprintf(why, whylen, "%s: no peer list", cli_or_unknown(hv.name));

@@ -115,6 +115,8 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_str(w, "disk", st.disk);
 	json_kv_u64(w, "clients", st.clients);
 	json_kv_bool(w, "io_frozen", st.io_frozen);
+	st.meta_error[sizeof(st.meta_error) - 1] = '\0';
+	json_kv_str(w, "meta_error", st.meta_error);
 	json_kv_bool(w, "up", st.up);
 	json_kv_bool(w, "auto_promote", st.auto_promote);
 	json_kv_str(w, "window", st.window);

@@ -113,6 +113,8 @@ unsigned evdiff_volume(const struct repl_volume_status *old,
 	cmp_str(&l, "role", NULL, NULL, old->role, new_st->role);
 	cmp_str(&l, "disk", NULL, NULL, old->disk, new_st->disk);
 	cmp_bool(&l, "io_frozen", NULL, NULL, old->io_frozen, new_st->io_frozen);
+	cmp_bool(&l, "meta_failing", NULL, NULL, old->meta_error[0] != '\0',
+		 new_st->meta_error[0] != '\0');
 	cmp_bool(&l, "up", NULL, NULL, old->up, new_st->up);
 	cmp_str(&l, "window", NULL, NULL, old->window, new_st->window);
 	cmp_u64(&l, "size", old->size, new_st->size);

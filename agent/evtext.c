@@ -134,6 +134,7 @@ static const struct field {
 	{ "role", "role", NULL, NULL },
 	{ "disk", "disk", NULL, NULL },
 	{ "io_frozen", NULL, "I/O frozen", "I/O resumed" },
+	{ "meta_failing", NULL, "metadata failing: writes fail", "metadata written again" },
 	{ "up", NULL, "up", "down" },
 	{ "present", NULL, "added", "removed" },
 	{ "window", "migration window", NULL, NULL },

@@ -175,6 +175,17 @@ static void check_grow(const struct health_volume *v, struct verdict *vd)
 	found(vd, HEALTH_DEGRADED, msg, v->grow_error);
 }
 
+/* Writes fail with EIO: the guest sees errors. */
+static void check_meta(const struct health_volume *v, struct verdict *vd)
+{
+	char msg[256];
+
+	if (!v->meta_error || !*v->meta_error)
+		return;
+	snprintf(msg, sizeof(msg), "%s: writes fail", str(v->name));
+	found(vd, HEALTH_CRITICAL, msg, v->meta_error);
+}
+
 static void check_peer(const struct health_volume *v, const struct health_peer *p,
 		       struct verdict *vd)
 {
@@ -202,6 +213,7 @@ enum health health_volume(const struct health_volume *v, char *why, size_t whyle
 	check_disk(v, &vd);
 	check_frozen(v, &vd);
 	check_grow(v, &vd);
+	check_meta(v, &vd);
 	for (unsigned i = 0; i < v->n_peers; i++)
 		check_peer(v, &v->peers[i], &vd);
 	return vd.h;

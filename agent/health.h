@@ -34,6 +34,8 @@ struct health_volume {
 				 * (retried), or NULL */
 	const char *failed;	/* why the volume could not be opened (it is
 				 * not served: critical), or NULL */
+	const char *meta_error;	/* why writes fail (the metadata cannot be
+				 * written), or NULL / "" */
 	unsigned n_peers;
 	const struct health_peer *peers;
 };

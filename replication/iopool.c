@@ -169,9 +169,23 @@ void repl__iopool_free(struct iopool *p)
 	for (unsigned i = 0; i < p->nthreads; i++)
 		pthread_join(p->threads[i], NULL);
 	if (p->efd >= 0) {
-		/* Completions nobody collected: hand them back now. */
+		/* Completions nobody collected: hand them back now.  What they
+		 * submit in turn (a write a bitmap flush released, the next
+		 * flush) runs here, the workers being gone: nothing submitted
+		 * is lost, so every request is answered. */
 		repl__fd_del(p->eng, p->efd);
-		pool_dispatch(p, p->efd, POLLIN);
+		for (;;) {
+			struct repl_io *io;
+
+			pool_dispatch(p, p->efd, POLLIN);
+			if (!(io = pop_queue(p)))
+				break;
+			io->result = repl__store_exec(p->fd, p->blockdev, io);
+			if (io->flags & REPL_IO_DONE_ANY_THREAD)
+				io->done(io);
+			else
+				push_done(p, io);
+		}
 		close(p->efd);
 	}
 	pthread_mutex_destroy(&p->lock);

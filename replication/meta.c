@@ -1288,6 +1288,20 @@ void meta_flush_job_free(struct meta_flush_job *j)
 	free(j);
 }
 
+void meta_flush_job_end(struct meta *m, struct meta_flush_job *j, int result)
+{
+	if (j && result < 0 && !m->broken) {
+		log_err("meta %s: a bitmap flush failed; refusing further writes", m->path);
+		m->broken = -EIO;
+	}
+	meta_flush_job_free(j);
+}
+
+int meta_broken(const struct meta *m)
+{
+	return m->broken;
+}
+
 void meta_close(struct meta *m)
 {
 	if (!m)

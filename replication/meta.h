@@ -182,5 +182,13 @@ struct meta_flush_job;
 int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **job);
 int meta_flush_job_run(struct meta_flush_job *job);
 void meta_flush_job_free(struct meta_flush_job *job);
+/* The caller's thread, after _run: frees the job (NULL ok).  A job that
+ * failed (result < 0) leaves the metadata broken: its pages were marked
+ * clean and may not be on disk, and after a failed fdatasync nothing can
+ * tell (a retry may report success for data the kernel dropped), so every
+ * later update, flush and flush_begin fails with -EIO. */
+void meta_flush_job_end(struct meta *m, struct meta_flush_job *job, int result);
+/* 0, or -EIO once a write or fdatasync of the metadata failed. */
+int meta_broken(const struct meta *m);
 
 #endif

@@ -77,8 +77,14 @@ struct vwrite {
 	unsigned acks_left[REPL_MAX_PEERS];	/* frames not yet acknowledged */
 	struct vwrite *pnext[REPL_MAX_PEERS], *pprev[REPL_MAX_PEERS];
 	struct vwrite *vnext, *vprev;	/* volume's in-flight list */
-	struct vwrite *wnext;		/* waiting lists (bitmap flush, freeze) */
+	struct vwrite *wnext;		/* acks held (vol->frozen) */
 	struct vwrite *lnext;		/* waiting for an overlapping local write */
+	struct vwrite *bnext;		/* being released by a bitmap flush */
+	/* The bitmap flush it waits for (0: none).  One number, raised when
+	 * more bits must be durable: a write waits for one flush at most, and
+	 * holds one reference for it. */
+	uint64_t bm_epoch;
+	bool local_pending;		/* its local write is to come or running */
 	bool local_busy;		/* its local write is running */
 	bool start_after_flush;		/* its activity-log bits are being written */
 };
@@ -133,6 +139,14 @@ bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t 
 void repl__rep_intent_start(struct repl_volume *vol);
 /* Without quorum: keep io until quorum returns (or the volume steps down). */
 void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
+
+/* writecheck.c: does the Primary's write accounting add up?  Every write
+ * in flight holds exactly one reference per thing it waits for (its local
+ * write, each peer it was sent to, one bitmap flush), writes at 0 are
+ * held for acks, and, with idle, nothing is in flight at all.  Logs each
+ * problem (LOG_CRIT) and returns how many; with --enable-debug-checks it
+ * aborts instead (when names the moment: "step down", "demote"...). */
+unsigned repl__writes_check(const struct repl_volume *vol, const char *when, bool idle);
 
 /* resync.c */
 void repl__rs_start_source(struct peer *p, bool full);

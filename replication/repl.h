@@ -167,6 +167,9 @@ struct repl_volume_status {
 	const char *disk;		/* "UpToDate", ... */
 	unsigned clients;
 	bool io_frozen;			/* writes wait for a lost peer's outdate */
+	char meta_error[160];		/* "" or why writes fail with EIO: the
+					 * metadata (activity log, bitmaps)
+					 * cannot be written */
 	bool up;			/* false: down (a stopped resource) */
 	bool auto_promote;
 	const char *window;		/* "none", "open", "taking-over", "handing-over" */

@@ -113,10 +113,14 @@ struct repl_volume {
 	unsigned lost_primary_idx;	/* ... which peer that was */
 	struct sapply *applying;	/* Secondary: peer writes in flight */
 	struct sapply *apply_wait_head, *apply_wait_tail;
-	/* bitmap flushes run one at a time; writes wait for the one that
-	 * covers the bits they set */
+	/* bitmap flushes run one at a time, numbered; a write waits for the
+	 * number of the first one that covers the bits it set (replicate.c) */
 	bool bm_flushing;
-	struct vwrite *bm_wait_cur, *bm_wait_next;
+	bool bm_releasing;		/* answering a flush's waiters */
+	uint64_t bm_started;		/* flushes begun (the running one's number) */
+	uint64_t bm_done;		/* the last one that ended */
+	uint64_t bm_wanted;		/* the highest number a write waits for */
+	int bm_error;			/* how the last one failed, 0: it did not */
 	struct repl_io bm_io;
 	struct meta_flush_job *bm_job;
 	/* acknowledgements held until a lost peer is recorded Outdated */

@@ -25,7 +25,15 @@
 #include "peer.h"
 #include "util.h"
 
-/* ---- bitmap flushes: one at a time, waiters batched ---------------------- */
+/* ---- bitmap flushes: one at a time, numbered ------------------------------- */
+
+/* Flushes are numbered from 1 as they begin.  A write that needs the bits
+ * set so far on disk waits for the next number to begin (a running flush
+ * copied its pages before these bits were set); a flush that ends
+ * releases every write waiting for its number or an earlier one.  A write
+ * waits for one number at most, raised when it needs later bits too, and
+ * holds one reference for it however often it is told to wait (a Primary
+ * losing both peers while a flush runs waits twice). */
 
 #define INTENT_SWEEP_MS 2000
 
@@ -38,68 +46,102 @@ static int bm_flush_run(void *arg)
 	return meta_flush_job_run(arg);
 }
 
+/* Drops w's reference for a flush that ended with r. */
+static void bm_release(struct repl_volume *vol, struct vwrite *w, int r)
+{
+	if (r < 0)
+		w->result = r;
+	if (w->start_after_flush) {
+		w->start_after_flush = false;
+		if (r < 0) {
+			/* Its activity-log bits may not be on disk: it is not
+			 * written anywhere, and its local write's reference
+			 * goes too, or it would never be answered. */
+			w->local_pending = false;
+			vwrite_put(w);
+		} else {
+			rep_start(vol, w);
+		}
+	}
+	vwrite_put(w);
+}
+
+/* Flush number bm_started ended with r (0 or -errno). */
+static void bm_flush_end(struct repl_volume *vol, int r)
+{
+	struct vwrite *batch = NULL, *w;
+	bool news = (r < 0) != (vol->bm_error < 0);
+
+	meta_flush_job_end(vol->meta, vol->bm_job, r);
+	vol->bm_job = NULL;
+	vol->bm_flushing = false;
+	vol->bm_done = vol->bm_started;
+	if (r < 0 && !vol->bm_error)
+		plog_errno(LOG_ERR, vol->name, -r,
+			   "cannot record out-of-sync regions: failing the writes");
+	vol->bm_error = MIN(r, 0);
+	/* Collected first: answering one may send, drop a peer or finish
+	 * others, and each collected write keeps its reference until then. */
+	for (w = vol->writes; w; w = w->vnext)
+		if (w->bm_epoch && w->bm_epoch <= vol->bm_done) {
+			w->bm_epoch = 0;
+			w->bnext = batch;
+			batch = w;
+		}
+	vol->bm_releasing = true;
+	while ((w = batch)) {
+		batch = w->bnext;
+		w->bnext = NULL;
+		bm_release(vol, w, r);
+	}
+	vol->bm_releasing = false;
+	if (news)
+		repl__changed(vol);
+}
+
 static void bm_flush_done(struct repl_io *io)
 {
 	struct repl_volume *vol = (struct repl_volume *)((char *)io -
 						 offsetof(struct repl_volume, bm_io));
-	struct vwrite *w = vol->bm_wait_cur, *next;
 
-	meta_flush_job_free(vol->bm_job);
-	vol->bm_job = NULL;
-	vol->bm_flushing = false;
-	vol->bm_wait_cur = NULL;
-	if (io->result < 0)
-		plog_errno(LOG_ERR, vol->name, -io->result,
-			   "cannot record out-of-sync regions: failing the writes");
-	for (; w; w = next) {
-		next = w->wnext;
-		w->wnext = NULL;
-		if (io->result < 0)
-			w->result = io->result;
-		if (w->start_after_flush) {
-			w->start_after_flush = false;
-			if (io->result < 0) {
-				/* Not logged as in flight: it must not be written. */
-				vwrite_put(w);
-				continue;
-			}
-			rep_start(vol, w);
-		}
-		vwrite_put(w);
-	}
-	if (vol->bm_wait_next && !vol->bm_flushing)
+	bm_flush_end(vol, io->result);
+	if (vol->bm_wanted > vol->bm_done)
 		bm_flush_start(vol);
 }
 
-/* One flush at a time: a start while one runs waits for its end. */
+/* Begins the next flush unless one runs (or its waiters are being
+ * answered).  One that cannot begin, or finds nothing to write, ends at
+ * once, and the next begins if writes wait for it. */
 static void bm_flush_start(struct repl_volume *vol)
 {
 	int r;
 
-	if (vol->bm_flushing)
-		return;
-	vol->bm_wait_cur = vol->bm_wait_next;
-	vol->bm_wait_next = NULL;
-	r = meta_bitmap_flush_begin(vol->meta, &vol->bm_job);
-	vol->bm_io = (struct repl_io){ .op = REPL_IO_CALL, .fn = bm_flush_run,
-				       .arg = vol->bm_job, .done = bm_flush_done };
-	vol->bm_flushing = true;
-	if (r < 0 || !vol->bm_job) {
-		vol->bm_io.result = r;
-		bm_flush_done(&vol->bm_io);
-		return;
+	while (!vol->bm_flushing && !vol->bm_releasing) {
+		vol->bm_started++;
+		vol->bm_flushing = true;
+		r = meta_bitmap_flush_begin(vol->meta, &vol->bm_job);
+		if (r == 0 && vol->bm_job) {
+			vol->bm_io = (struct repl_io){ .op = REPL_IO_CALL, .fn = bm_flush_run,
+						       .arg = vol->bm_job, .done = bm_flush_done };
+			repl__iopool_submit(vol->pool, &vol->bm_io);
+			return;
+		}
+		bm_flush_end(vol, r);
+		if (vol->bm_wanted <= vol->bm_done)
+			return;
 	}
-	repl__iopool_submit(vol->pool, &vol->bm_io);
 }
 
 /* w must not be acknowledged before the bits set so far are durable. */
 static void bm_wait(struct repl_volume *vol, struct vwrite *w)
 {
-	w->pending++;
-	w->wnext = vol->bm_wait_next;
-	vol->bm_wait_next = w;
-	if (!vol->bm_flushing)
-		bm_flush_start(vol);
+	uint64_t need = vol->bm_started + 1;
+
+	if (!w->bm_epoch)
+		w->pending++;
+	w->bm_epoch = need;
+	vol->bm_wanted = MAX(vol->bm_wanted, need);
+	bm_flush_start(vol);
 }
 
 static bool io_changes_data(enum repl_io_op op)
@@ -146,11 +188,16 @@ static void vwrite_put(struct vwrite *w)
 
 	if (--w->pending)
 		return;
-	if (acks_held(vol)) {
-		/* A lost peer is not yet recorded Outdated everywhere. */
-		w->wnext = vol->frozen;
-		vol->frozen = w;
-		return;
+	/* A failure claims nothing: it is answered at once. */
+	if (w->result == 0 && acks_held(vol)) {
+		if (!vol->closing) {
+			/* A lost peer is not yet recorded Outdated everywhere. */
+			w->wnext = vol->frozen;
+			vol->frozen = w;
+			return;
+		}
+		/* A stop must not turn an unsecured write into a success. */
+		w->result = -ESHUTDOWN;
 	}
 	vwrite_finish(w);
 }
@@ -178,6 +225,7 @@ static void local_done(struct repl_io *io)
 	if (io->result < 0)
 		w->result = io->result;
 	w->local_busy = false;
+	w->local_pending = false;
 	vwrite_put(w);
 	local_unblock(vol);
 }
@@ -310,8 +358,17 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 {
-	struct vwrite *w = calloc(1, sizeof(*w));
+	int broken = meta_broken(vol->meta);
+	struct vwrite *w;
 
+	/* Without metadata to record the activity log in, nothing may be
+	 * written (status says why: repl_volume_status). */
+	if (broken) {
+		io->result = broken;
+		io->done(io);
+		return;
+	}
+	w = calloc(1, sizeof(*w));
 	if (!w) {
 		io->result = -ENOMEM;
 		io->done(io);
@@ -324,7 +381,8 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	w->local = *io;
 	w->local.flags &= ~REPL_IO_DONE_ANY_THREAD;	/* vwrites are loop-owned */
 	w->local.done = local_done;
-	w->pending = 1;
+	w->pending = 1;			/* its local write's */
+	w->local_pending = true;
 	w->vnext = vol->writes;
 	if (vol->writes)
 		vol->writes->vprev = w;
@@ -738,39 +796,6 @@ static void fail_frozen(struct repl_volume *vol, int err)
 	}
 }
 
-static bool in_list(const struct vwrite *head, const struct vwrite *w)
-{
-	for (; head; head = head->wnext)
-		if (head == w)
-			return true;
-	return false;
-}
-
-/* Writes that wait for nothing any more (no local I/O, no peer, no bitmap
- * flush) but were never finished: failed now, so that their clients get
- * an answer.  (Seen after a step down: a write left with a pending count
- * and nothing outstanding.) */
-static void fail_idle_writes(struct repl_volume *vol, int err)
-{
-	struct vwrite *w = vol->writes, *next;
-
-	for (; w; w = next) {
-		bool busy = w->local_busy || w->start_after_flush ||
-			    in_list(vol->bm_wait_cur, w) || in_list(vol->bm_wait_next, w);
-		next = w->vnext;
-		for (unsigned i = 0; i < vol->n_peers; i++)
-			busy |= w->on_peer[i];
-		for (const struct vwrite *o = vol->local_wait; o && !busy; o = o->lnext)
-			busy = o == w;
-		if (busy)
-			continue;
-		plog(LOG_WARNING, vol->name, "write %llu had nothing outstanding but %u "
-		     "pending: failed", (unsigned long long)w->seq, w->pending);
-		w->result = err;
-		vwrite_finish(w);
-	}
-}
-
 void repl_volume_step_down(struct repl_volume *vol)
 {
 	if (vol->role != REPL_PRIMARY)
@@ -790,6 +815,10 @@ void repl_volume_step_down(struct repl_volume *vol)
 		     "%u request(s) held, %u waiting locally: failed, never acknowledged",
 		     nw, nf, nh, nl);
 	}
+	repl__writes_check(vol, "step down", false);
+	/* Whenever what is in flight ends, it is answered with an error. */
+	for (struct vwrite *w = vol->writes; w; w = w->vnext)
+		w->result = -ESHUTDOWN;
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	freeze_clear(vol);
 	fail_frozen(vol, -ESHUTDOWN);
@@ -797,12 +826,12 @@ void repl_volume_step_down(struct repl_volume *vol)
 	 * writes in flight at the cut may be on this disk alone: it starts
 	 * over as a blank replica and takes the new Primary's data. */
 	repl__volume_start_over(vol, "re-deciding after stepping down");
+	repl__writes_check(vol, "step down", false);
 }
 
 void repl__volume_start_over(struct repl_volume *vol, const char *why)
 {
 	repl__window_free(vol);
-	fail_idle_writes(vol, -ESHUTDOWN);
 	repl__nbd_conns_drop_volume(vol->eng, vol);
 	if (repl__volume_make_blank(vol) < 0)
 		plog(LOG_ERR, vol->name, "cannot record that this replica starts over");

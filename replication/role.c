@@ -60,6 +60,20 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 	repl__rs_status(p, ps);
 }
 
+/* Writes fail when the activity log or a bitmap cannot be recorded. */
+static void meta_status(const struct repl_volume *vol, struct repl_volume_status *st)
+{
+	const char *err = strerror(vol->bm_error ? -vol->bm_error : EIO);
+
+	if (meta_broken(vol->meta))
+		snprintf(st->meta_error, sizeof(st->meta_error), "metadata failing (%s): "
+			 "every write fails with EIO until the daemon is restarted on a "
+			 "working disk", err);
+	else if (vol->bm_error)
+		snprintf(st->meta_error, sizeof(st->meta_error), "the last bitmap flush "
+			 "failed (%s): the writes waiting for it failed with EIO", err);
+}
+
 void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -70,6 +84,7 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->disk = gen_disk_name(vol->disk_state);
 	st->clients = vol->clients;
 	st->io_frozen = vol->freeze > 0 || (!vol->quorate && vol->role == REPL_PRIMARY);
+	meta_status(vol, st);
 	st->up = !vol->down;
 	st->auto_promote = vol->auto_promote;
 	st->window = repl__window_state(vol);
@@ -213,8 +228,11 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 		snprintf(n, sizeof(n), "%u", vol->clients);
 		return refuse(why, len, -EBUSY, "%s NBD client(s) still attached", n);
 	}
-	if (vol->writes)
+	if (vol->writes) {
+		repl__writes_check(vol, "demote", false);
 		return refuse(why, len, -EBUSY, "writes still in flight%s", "");
+	}
+	repl__writes_check(vol, "demote", true);
 	sb.role = REPL_SECONDARY;
 	r = meta_update(vol->meta, &sb);
 	if (r < 0)

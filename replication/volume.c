@@ -332,6 +332,8 @@ void repl__volume_free(struct repl_volume *vol)
 		return;
 	repl__volume_disconnect(vol);
 	repl__volume_quiesce(vol);
+	if (vol->opened)
+		repl__writes_check(vol, "teardown", true);
 	repl__resize_free(vol);
 	repl__peers_free(vol);
 	if (vol->fd >= 0 && fdatasync(vol->fd) < 0)

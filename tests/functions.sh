@@ -1307,3 +1307,63 @@ wait_writer() {
 	cat "$WRITER_LOG.out"
 	return "$st"
 }
+
+# ---- NBD clients driven line by line ----------------------------------------
+# A QEMU that attaches, waits, writes and reads when the test says: an
+# nbdclient.py per NAME, fed through a FIFO this shell keeps open.
+
+declare -A CL_FD=() CL_OUT=()
+CLIENT_LAST=
+# How long `client` waits for an answer (s): a request never answered
+# shows as no new line after it.
+CLIENT_WAIT=${CLIENT_WAIT:-60}
+
+# client_start NAME NODE: an nbdclient.py on NODE's NBD socket.
+client_start() {
+	local name=$1 node=$2 fifo=$TESTDIR/client-$1.in out=$TESTDIR/client-$1.out fd
+	rm -f "$fifo"
+	mkfifo "$fifo" || hard_error "mkfifo $fifo"
+	: >"$out"
+	"$PYTHON" "$TESTS_SRCDIR/nbdclient.py" --unix "${NODE_NBD_SOCK[$node]}" \
+		--export "$CLUSTER_VOL" --timeout 60 <"$fifo" >>"$out" 2>&1 &
+	track_pid $!
+	exec {fd}>"$fifo"
+	CL_FD[$name]=$fd
+	CL_OUT[$name]=$out
+}
+
+# client NAME CMD...: sends CMD and waits (up to CLIENT_WAIT s) for its
+# answer; true if it was "ok".  The answer is in CLIENT_LAST ("" when none
+# came in time).
+client() {
+	local name=$1 out n i
+	shift
+	out=${CL_OUT[$name]}
+	n=$(wc -l <"$out")
+	echo "$*" >&"${CL_FD[$name]}" || hard_error "client $name is gone"
+	CLIENT_LAST=
+	for ((i = 0; i < CLIENT_WAIT * 10; i++)); do
+		if [ "$(wc -l <"$out")" -gt "$n" ]; then
+			CLIENT_LAST=$(tail -n 1 "$out")
+			break
+		fi
+		sleep 0.1
+	done
+	[[ $CLIENT_LAST == ok* ]]
+}
+
+# client_end NAME: quit, and close our end of its FIFO.
+client_end() {
+	local fd=${CL_FD[$1]}
+	client "$1" quit || true
+	exec {fd}>&-
+}
+
+# lowest_free_fd PID: the descriptor number a new open() in PID would get.
+lowest_free_fd() {
+	local n=0 fd
+	for fd in $(find "/proc/$1/fd" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort -n); do
+		[ "$fd" = "$n" ] && n=$((n + 1))
+	done
+	echo "$n"
+}

@@ -30,47 +30,6 @@ requires timeout cmp mkfifo
 requires_replagentd
 requires_replagent
 
-declare -A CL_FD=() CL_OUT=()
-CLIENT_LAST=
-
-# client_start NAME NODE: an nbdclient.py on NODE's NBD socket, fed
-# through a FIFO this shell keeps open.
-client_start() {
-	local name=$1 node=$2 fifo=$TESTDIR/client-$1.in out=$TESTDIR/client-$1.out fd
-	rm -f "$fifo"
-	mkfifo "$fifo" || hard_error "mkfifo $fifo"
-	: >"$out"
-	"$PYTHON" "$TESTS_SRCDIR/nbdclient.py" --unix "${NODE_NBD_SOCK[$node]}" \
-		--export "$CLUSTER_VOL" --timeout 60 <"$fifo" >>"$out" 2>&1 &
-	track_pid $!
-	exec {fd}>"$fifo"
-	CL_FD[$name]=$fd
-	CL_OUT[$name]=$out
-}
-
-# client NAME CMD...: sends CMD and waits (up to 60 s) for its answer;
-# true if it was "ok".  The answer is in CLIENT_LAST.
-client() {
-	local name=$1 out n i
-	shift
-	out=${CL_OUT[$name]}
-	n=$(wc -l <"$out")
-	echo "$*" >&"${CL_FD[$name]}" || hard_error "client $name is gone"
-	for ((i = 0; i < 600; i++)); do
-		[ "$(wc -l <"$out")" -gt "$n" ] && break
-		sleep 0.1
-	done
-	CLIENT_LAST=$(tail -n 1 "$out")
-	[[ $CLIENT_LAST == ok* ]]
-}
-
-# client_end NAME: quit, and close our end of its FIFO.
-client_end() {
-	local fd=${CL_FD[$1]}
-	client "$1" quit || true
-	exec {fd}>&-
-}
-
 show_field() {	# NODE FIELD: one field of "replagent show"
 	ra_cli "$1" show "$CLUSTER_VOL" | tr ' ' '\n' | sed -n "s/^$2=//p"
 }

@@ -216,6 +216,26 @@ static void test_failed(void)
 	CHECK_MSG(strstr(why, "could not be opened"), "why \"%s\"", why);
 }
 
+/* Writes failing for want of metadata: critical, with the reason, even
+ * with every peer in sync; none ("" or NULL): no effect. */
+static void test_meta(void)
+{
+	static const struct health_peer up[] = { P("n2", "Connected", "UpToDate") };
+	struct health_volume v = {
+		.name = "vol0", .role = "Primary", .disk = "UpToDate",
+		.meta_error = "metadata failing (Input/output error)",
+		.n_peers = 1, .peers = up,
+	};
+	char why[256];
+
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_CRITICAL);
+	CHECK_MSG(strstr(why, "vol0: writes fail (metadata failing"), "why \"%s\"", why);
+	v.meta_error = "";
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_OK);
+	v.meta_error = NULL;
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_OK);
+}
+
 static void test_no_why(void)
 {
 	struct health_volume v = { .name = "v", .role = "Primary", .disk = "Failed" };
@@ -233,6 +253,7 @@ int main(void)
 	test_worse();
 	test_grow();
 	test_failed();
+	test_meta();
 	test_no_why();
 	return unit_done("test-status-exit");
 }
