@@ -32,16 +32,6 @@ later_fail() {
 	LATER_FAILURES+=("$*")
 }
 
-# wait_log NODE TIMEOUT ERE: NODE's log has a line matching ERE.
-wait_log() {
-	local n=0
-	while ! grep -q -E -- "$3" "$(daemon_log "$1")" 2>/dev/null; do
-		[ "$n" -ge $(($2 * 10)) ] && return 1
-		sleep 0.1
-		n=$((n + 1))
-	done
-}
-
 # never_connected A B: neither side has ever authenticated the other.
 never_connected() {
 	! grep -q -E "peer $2 authenticated" "$(daemon_log "$1")" &&
