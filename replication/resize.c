@@ -278,7 +278,7 @@ int repl_volume_grow(struct repl_volume *vol, uint64_t size, char *why, size_t w
 
 /* ---- open and teardown ------------------------------------------------------- */
 
-int repl__resize_open(struct repl_volume *vol, uint64_t want)
+int repl__resize_open(struct repl_volume *vol, uint64_t want, char *err, size_t errlen)
 {
 	uint64_t meta = meta_get(vol->meta)->size;
 	struct resize_open o = resize_open_decide(vol->size, vol->blockdev, meta, want);
@@ -288,6 +288,9 @@ int repl__resize_open(struct repl_volume *vol, uint64_t want)
 		plog(LOG_ERR, vol->name, "%s: backing %s has %s, metadata %s, configured %s",
 		     o.why, vol->backing, format_size(vol->size, a, sizeof(a)),
 		     format_size(meta, b, sizeof(b)), want ? format_size(want, c, sizeof(c)) : "-");
+		if (err && errlen)
+			snprintf(err, errlen, "%s: metadata %s, configured %s", o.why, b,
+				 want ? c : "-");
 		return o.err;
 	}
 	vol->size = meta;

@@ -73,8 +73,8 @@ struct repl_volume_status;
 
 /* At open, after the metadata: checks the sizes (resize_open_decide) and
  * sets vol->size; a grow it asks for starts with repl__resize_opened().
- * 0 or -EINVAL (logged). */
-int repl__resize_open(struct repl_volume *vol, uint64_t want);
+ * 0 or -EINVAL (logged, and the reason put in ERR when ERR is not NULL). */
+int repl__resize_open(struct repl_volume *vol, uint64_t want, char *err, size_t errlen);
 void repl__resize_opened(struct repl_volume *vol);
 /* Teardown: stop (timers; before the pool drains), then free. */
 void repl__resize_stop(struct repl_volume *vol);

@@ -123,7 +123,7 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		plog(LOG_ERR, vol->name, "%llu bitmap page(s) of metadata %s failed their check: "
 		     "their ranges are marked out of sync and will be resynced",
 		     (unsigned long long)meta_bad_pages(vol->meta), path);
-	r = repl__resize_open(vol, cfg->size);
+	r = repl__resize_open(vol, cfg->size, cfg->error, cfg->error_len);
 	if (r < 0)
 		return r;
 	sb = meta_get(vol->meta);

@@ -90,8 +90,14 @@ writes "$ACK3" --base $((16 << 20)) --span $((8 << 20))
 # ---- c: never smaller; then it grows --------------------------------------------------
 stop_node c
 resize_conf c 32M
-try_start_replagentd_as c "${NODE_CONF[c]}" -n c 2>/dev/null && fail "c started with 32M for a 64 MiB replica"
-grep -q "never shrinks" "$(daemon_log c)" || fail "c refused 32M without saying why: $(tail -n 3 "$(daemon_log c)")"
+# The daemon serves its other volumes; this one is failed, with the reason.
+start_node c
+wait_status c 10 'v.get("failed") and "never shrinks" in v.get("reason", "")' ||
+	fail "c took 32M for a 64 MiB replica, or did not say why: $(tail -n 3 "$(daemon_log c)")"
+ra_cli c status >/dev/null 2>&1
+rc=$?
+[ "$rc" = 2 ] || fail "status of c with a failed volume exits $rc, not 2 (critical)"
+stop_node c
 resize_conf c 96M
 start_node c
 wait_status a 30 "$SYNCED and v[\"export_size\"] == $NEW" || fail "c did not grow and resync"
