@@ -538,24 +538,13 @@ static int opt_info_go(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint3
 {
 	char name[NBD_MAX_NAME_LEN + 1], msg[NBD_MAX_NAME_LEN + 128];
 	struct repl_volume *vol;
-	uint32_t namelen, err;
-	uint16_t ninfo;
+	const char *why;
+	uint32_t err;
 	uint64_t size;
 
-	if (len < 6)
-		return opt_error(c, opt, NBD_REP_ERR_INVALID, "option too short");
-	memcpy(&namelen, d, 4);
-	namelen = be32toh(namelen);
-	if (namelen > NBD_MAX_NAME_LEN || namelen > len - 6)
-		return opt_error(c, opt, NBD_REP_ERR_INVALID, "bad export name length");
-	memcpy(&ninfo, d + 4 + namelen, 2);
-	ninfo = be16toh(ninfo);
-	if (len != 6 + namelen + 2u * ninfo)
-		return opt_error(c, opt, NBD_REP_ERR_INVALID, "bad information request list");
-	memcpy(name, d + 4, namelen);
-	name[namelen] = '\0';
-	if (strlen(name) != namelen)
-		return opt_error(c, opt, NBD_REP_ERR_INVALID, "NUL in export name");
+	err = repl__nbd_parse_info_go(d, len, name, &why);
+	if (err)
+		return opt_error(c, opt, err, why);
 	vol = export_lookup(c, name, opt == NBD_OPT_GO, &err, msg, sizeof(msg));
 	if (!vol)
 		return opt_error(c, opt, err, msg);

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "nbd-protocol.h"
 #include "repl_int.h"
@@ -107,4 +108,39 @@ uint16_t repl__nbd_export_flags(const struct repl_volume *vol, bool structured)
 	return NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
 	       NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
 	       (structured ? NBD_FLAG_SEND_DF : 0) | NBD_FLAG_CAN_MULTI_CONN;
+}
+
+/* The data of NBD_OPT_INFO and NBD_OPT_GO: a 32-bit name length, the
+ * export name, a 16-bit count of information requests and that many 16-bit
+ * requests (ignored: the server sends what it always sends).  Pure, so
+ * that the fuzzer reaches it without a connection. */
+uint32_t repl__nbd_parse_info_go(const uint8_t *d, uint32_t len,
+				 char *name, const char **why)
+{
+	uint32_t namelen;
+	uint16_t ninfo;
+
+	if (len < 6) {
+		*why = "option too short";
+		return NBD_REP_ERR_INVALID;
+	}
+	memcpy(&namelen, d, 4);
+	namelen = be32toh(namelen);
+	if (namelen > NBD_MAX_NAME_LEN || namelen > len - 6) {
+		*why = "bad export name length";
+		return NBD_REP_ERR_INVALID;
+	}
+	memcpy(&ninfo, d + 4 + namelen, 2);
+	ninfo = be16toh(ninfo);
+	if (len != 6 + namelen + 2u * ninfo) {
+		*why = "bad information request list";
+		return NBD_REP_ERR_INVALID;
+	}
+	memcpy(name, d + 4, namelen);
+	name[namelen] = '\0';
+	if (strlen(name) != namelen) {
+		*why = "NUL in export name";
+		return NBD_REP_ERR_INVALID;
+	}
+	return 0;
 }

@@ -248,6 +248,10 @@ struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
 /* Transmission flags advertised for an export, to a client that did or
  * did not negotiate structured replies. */
 uint16_t repl__nbd_export_flags(const struct repl_volume *vol, bool structured);
+/* NBD_OPT_INFO / NBD_OPT_GO data: 0 with the export name in name (which
+ * holds NBD_MAX_NAME_LEN + 1 bytes), or an NBD_REP_ERR_* and *why. */
+uint32_t repl__nbd_parse_info_go(const uint8_t *d, uint32_t len, char *name,
+				 const char **why);
 
 /* ---- nbd_server.c / nbd_conn.c ---- */
 void repl__nbd_listeners_close(struct repl_engine *eng);

@@ -2,7 +2,8 @@
 # run-all.sh: the whole test suite on a fresh Debian 12 machine, as root.
 # Installs what the build and the tests need (apt-get), builds with
 # warnings as errors, runs every test, then rebuilds the engine with
-# AddressSanitizer + UBSan and runs the engine tests again.  Ends with one
+# AddressSanitizer + UBSan and runs the engine tests again, and runs the
+# fuzz targets (tests/fuzz.sh) in a clang build.  Ends with one
 # line "N passed, N failed, N skipped".  CI runs it through .ci/run.
 set -u
 cd "$(dirname "$0")/.." || exit 1
@@ -71,6 +72,20 @@ if [ $status = 0 ] && setup_build "$top" build-asan --enable-sanitizers; then
 	export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 	# The engine tests have no cluster timing: two at a time.
 	check build-asan check-engine 2
+else
+	fail=$((fail + 1))
+fi
+# The fuzz targets (tests/fuzz.sh), once, in their own clang build: one
+# more test in the count.
+if [ $status = 0 ]; then
+	log "fuzzing (tests/fuzz.sh build-fuzz)"
+	unset ASAN_OPTIONS UBSAN_OPTIONS
+	tests/fuzz.sh "$top/build-fuzz"
+	case $? in
+	0) pass=$((pass + 1)) ;;
+	77) skip=$((skip + 1)) ;;
+	*) fail=$((fail + 1)) ;;
+	esac
 else
 	fail=$((fail + 1))
 fi
