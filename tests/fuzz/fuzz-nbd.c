@@ -102,7 +102,7 @@ static void handshake(const uint8_t *data, size_t size)
 		repl_engine_free(eng);
 		return;
 	}
-	if (repl__nbd_conn_new(eng, sv[0]) < 0) {
+	if (repl__nbd_conn_new(eng, sv[0], &(const struct nbd_source){ { 0 } }) < 0) {
 		close(sv[0]);
 		close(sv[1]);
 		repl_engine_free(eng);
