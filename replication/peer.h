@@ -154,6 +154,9 @@ void repl__rs_start_target(struct peer *p);
 void repl__rs_more(struct peer *p);
 void repl__rs_stop(struct peer *p);
 void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
+/* A guest write to the range failed on p: resync copies of it are not
+ * counted done (resync.c). */
+void repl__rs_note_failed(struct peer *p, uint64_t offset, uint64_t len);
 /* Target: a resync block (data NULL: zeroes). */
 void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 		      void *data, void *mem);

@@ -472,6 +472,7 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		plog_errno(LOG_ERR, p->vol->name, -result,
 			   "peer %s failed a write at %llu", p->node,
 			   (unsigned long long)w->io->offset);
+		repl__rs_note_failed(p, w->io->offset, w->io->len);
 		if (mark_missing(p->vol, p->idx, w->io))
 			bm_wait(p->vol, w);
 	}

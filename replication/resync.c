@@ -261,8 +261,9 @@ static void rs_flushed(struct peer *p, struct resync *rs, int result)
 			   "its regions will be sent again", p->node);
 	for (q = rs->flushing; q; q = next) {
 		next = q->next;
-		if (result == 0 && meta_bits_clear_range(p->vol->meta, p->idx, q->io.offset,
-							 region_done_len(p, q))) {
+		if (result == 0 && !q->redo &&
+		    meta_bits_clear_range(p->vol->meta, p->idx, q->io.offset,
+					  region_done_len(p, q))) {
 			rs->done_bytes += q->io.len;
 			rate_note(rs, q->io.len);
 		}
@@ -398,6 +399,21 @@ void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len)
 			if (q->io.offset < offset + len && offset < q->io.offset + q->io.len)
 				q->redo = true;
 	}
+}
+
+/* A guest write to [offset, offset + len) failed on p: a resync copy of
+ * that range acknowledged before it (waiting for, or in, a flush) must not
+ * clear the bit the failure sets when that flush is acknowledged. */
+void repl__rs_note_failed(struct peer *p, uint64_t offset, uint64_t len)
+{
+	struct resync *rs = p->rs;
+	struct rs_req *lists[3] = { rs ? rs->inflight : NULL, rs ? rs->acked : NULL,
+				    rs ? rs->flushing : NULL };
+
+	for (unsigned i = 0; i < 3; i++)
+		for (struct rs_req *q = lists[i]; q; q = q->next)
+			if (q->io.offset < offset + len && offset < q->io.offset + q->io.len)
+				q->redo = true;
 }
 
 static struct resync *rs_new(struct peer *p)
