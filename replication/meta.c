@@ -94,6 +94,9 @@ struct meta {
 	uint64_t bad_pages;		/* pages that failed their check at open */
 	uint64_t *bm[META_BITMAPS];	/* little-endian words */
 	uint8_t *pstate[META_BITMAPS];
+	/* Pages with set bits that the running flush job writes: set in
+	 * memory but not durable until that job ends. */
+	uint8_t *pflush[META_BITMAPS];
 	size_t pages_set;		/* pages in PAGE_SET */
 	size_t pages_dirty;		/* pages not PAGE_CLEAN */
 };
@@ -297,6 +300,7 @@ static void meta_free(struct meta *m)
 	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		free(m->bm[i]);
 		free(m->pstate[i]);
+		free(m->pflush[i]);
 	}
 	free(m->path);
 	free(m);
@@ -323,7 +327,8 @@ static int meta_alloc(const char *path, int fd, const struct meta_super *sb,
 	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		m->bm[i] = calloc(m->npages, PG_BITS);
 		m->pstate[i] = calloc(m->npages, 1);
-		if (!m->bm[i] || !m->pstate[i])
+		m->pflush[i] = calloc(m->npages, 1);
+		if (!m->bm[i] || !m->pstate[i] || !m->pflush[i])
 			goto nomem;
 	}
 	*out = m;
@@ -890,10 +895,14 @@ static void adopt_grown(struct meta *m, struct meta *n)
 	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		free(m->bm[i]);
 		free(m->pstate[i]);
+		free(m->pflush[i]);
 		m->bm[i] = n->bm[i];
 		m->pstate[i] = n->pstate[i];
+		/* (clear: the new file was written whole and synced) */
+		m->pflush[i] = n->pflush[i];
 		n->bm[i] = NULL;
 		n->pstate[i] = NULL;
+		n->pflush[i] = NULL;
 	}
 	m->pages_set = 0;
 	m->pages_dirty = 0;
@@ -1106,6 +1115,23 @@ bool meta_bitmap_needs_flush(const struct meta *m)
 	return m->pages_set != 0;
 }
 
+bool meta_bits_in_flush(const struct meta *m, unsigned bitmap, uint64_t offset,
+			uint64_t len)
+{
+	uint64_t regions_per_page = (uint64_t)WORDS_PER_PAGE * 64, end;
+	size_t p, last;
+
+	if (bitmap >= META_BITMAPS || len == 0 || offset >= m->sb.size)
+		return false;
+	end = range_end(m, offset, len);
+	p = (size_t)((offset >> m->sb.region_shift) / regions_per_page);
+	last = (size_t)(((end - 1) >> m->sb.region_shift) / regions_per_page);
+	for (; p <= last; p++)
+		if (m->pflush[bitmap][p])
+			return true;
+	return false;
+}
+
 /* Writes one peer's dirty pages, a run of consecutive pages at a time. */
 static int flush_peer(struct meta *m, unsigned peer)
 {
@@ -1249,8 +1275,11 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 		meta_flush_job_free(j);
 		return err;
 	}
-	for (unsigned i = 0; i < META_BITMAPS; i++)
+	for (unsigned i = 0; i < META_BITMAPS; i++) {
+		for (size_t p = 0; p < m->npages; p++)
+			m->pflush[i][p] = m->pstate[i][p] == PAGE_SET;
 		memset(m->pstate[i], PAGE_CLEAN, m->npages);
+	}
 	m->pages_set = 0;
 	m->pages_dirty = 0;
 	*out = j;
@@ -1294,6 +1323,9 @@ void meta_flush_job_end(struct meta *m, struct meta_flush_job *j, int result)
 		log_err("meta %s: a bitmap flush failed; refusing further writes", m->path);
 		m->broken = -EIO;
 	}
+	if (j)
+		for (unsigned i = 0; i < META_BITMAPS; i++)
+			memset(m->pflush[i], 0, m->npages);
 	meta_flush_job_free(j);
 }
 

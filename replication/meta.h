@@ -164,6 +164,12 @@ uint64_t meta_bits_count(const struct meta *m, unsigned peer);
 uint64_t meta_bit_next(const struct meta *m, unsigned peer, uint64_t from);
 /* True if bits were set since the last successful flush. */
 bool meta_bitmap_needs_flush(const struct meta *m);
+/* True if a page of bitmap covering [offset, offset + len) had set bits
+ * when the running flush job copied it (meta_bitmap_flush_begin() up to
+ * meta_flush_job_end()): bits there that are set in memory may not be on
+ * disk before that job ends, although meta_bitmap_needs_flush() is false. */
+bool meta_bits_in_flush(const struct meta *m, unsigned bitmap, uint64_t offset,
+			uint64_t len);
 /* Writes every changed bitmap page and fdatasyncs: once it returns 0, the
  * bitmaps as they were at the call survive a crash.  Nothing to write -> 0
  * without I/O. */

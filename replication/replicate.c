@@ -33,7 +33,9 @@
  * releases every write waiting for its number or an earlier one.  A write
  * waits for one number at most, raised when it needs later bits too, and
  * holds one reference for it however often it is told to wait (a Primary
- * losing both peers while a flush runs waits twice). */
+ * losing both peers while a flush runs waits twice).  A write whose bits
+ * were set already, by a write whose flush still runs, waits for the
+ * running number (bm_need()). */
 
 #define INTENT_SWEEP_MS 2000
 
@@ -132,16 +134,29 @@ static void bm_flush_start(struct repl_volume *vol)
 	}
 }
 
-/* w must not be acknowledged before the bits set so far are durable. */
-static void bm_wait(struct repl_volume *vol, struct vwrite *w)
+/* w must not be acknowledged before flush number need has ended. */
+static void bm_wait_for(struct repl_volume *vol, struct vwrite *w, uint64_t need)
 {
-	uint64_t need = vol->bm_started + 1;
-
 	if (!w->bm_epoch)
 		w->pending++;
-	w->bm_epoch = need;
+	w->bm_epoch = MAX(w->bm_epoch, need);
 	vol->bm_wanted = MAX(vol->bm_wanted, need);
 	bm_flush_start(vol);
+}
+
+/* The flush after which the bits just set in bitmap for io's range are
+ * durable, or 0 if they are already.  A bit that was set already changes
+ * no page (meta_bitmap_needs_flush() stays false), yet it may be set only
+ * in memory: an earlier write set it and the running flush is still
+ * writing its page.  A write acknowledged before that flush ends would be
+ * unknown to the recovery after a crash. */
+static uint64_t bm_need(struct repl_volume *vol, unsigned bitmap, const struct repl_io *io)
+{
+	if (meta_bitmap_needs_flush(vol->meta))
+		return vol->bm_started + 1;
+	if (vol->bm_flushing && meta_bits_in_flush(vol->meta, bitmap, io->offset, io->len))
+		return vol->bm_started;
+	return 0;
 }
 
 static bool io_changes_data(enum repl_io_op op)
@@ -149,13 +164,14 @@ static bool io_changes_data(enum repl_io_op op)
 	return op == REPL_IO_WRITE || op == REPL_IO_TRIM || op == REPL_IO_ZERO;
 }
 
-/* Records that peer idx misses w's range; true if a flush is needed. */
-static bool mark_missing(struct repl_volume *vol, unsigned idx, const struct repl_io *io)
+/* Records that peer idx misses w's range; returns the flush to wait for
+ * (bm_need()), 0 if none. */
+static uint64_t mark_missing(struct repl_volume *vol, unsigned idx, const struct repl_io *io)
 {
 	if (!io_changes_data(io->op))
-		return false;
+		return 0;
 	meta_bits_set_range(vol->meta, idx, io->offset, io->len);
-	return meta_bitmap_needs_flush(vol->meta);
+	return bm_need(vol, idx, io);
 }
 
 /* ---- completion -------------------------------------------------------- */
@@ -332,7 +348,7 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 {
 	struct peer *failed[REPL_MAX_PEERS];
 	unsigned nfailed = 0;
-	bool flush = false;
+	uint64_t need = 0;
 
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
@@ -342,13 +358,13 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 			w->acks_left[i] = (unsigned)n;
 			w->pending++;
 		} else {
-			flush |= mark_missing(vol, i, w->io);
+			need = MAX(need, mark_missing(vol, i, w->io));
 			if (n < 0)
 				failed[nfailed++] = p;
 		}
 	}
-	if (flush)
-		bm_wait(vol, w);
+	if (need)
+		bm_wait_for(vol, w, need);
 	local_start(vol, w);
 	/* A peer we could not send to is no longer in sync: drop it (which
 	 * outdates it) before anything more is acknowledged. */
@@ -360,6 +376,7 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 {
 	int broken = meta_broken(vol->meta);
 	struct vwrite *w;
+	uint64_t need;
 
 	/* Without metadata to record the activity log in, nothing may be
 	 * written (status says why: repl_volume_status). */
@@ -393,9 +410,10 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 		/* The activity log: the regions are marked as being written,
 		 * durably, before any replica writes them. */
 		meta_bits_set_range(vol->meta, META_INTENT, io->offset, io->len);
-		if (meta_bitmap_needs_flush(vol->meta)) {
+		need = bm_need(vol, META_INTENT, io);
+		if (need) {
 			w->start_after_flush = true;
-			bm_wait(vol, w);
+			bm_wait_for(vol, w, need);
 			return;
 		}
 	}
@@ -455,6 +473,7 @@ void repl__rep_intent_start(struct repl_volume *vol)
 void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 {
 	struct vwrite *w;
+	uint64_t need;
 
 	for (w = p->unacked_head; w && w->seq != seq; w = w->pnext[p->idx])
 		;
@@ -473,8 +492,9 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 			   "peer %s failed a write at %llu", p->node,
 			   (unsigned long long)w->io->offset);
 		repl__rs_note_failed(p, w->io->offset, w->io->len);
-		if (mark_missing(p->vol, p->idx, w->io))
-			bm_wait(p->vol, w);
+		need = mark_missing(p->vol, p->idx, w->io);
+		if (need)
+			bm_wait_for(p->vol, w, need);
 	}
 	vwrite_put(w);
 }
@@ -596,6 +616,7 @@ void repl__rep_peer_down(struct peer *p)
 	struct repl_volume *vol = p->vol;
 	bool was_in_sync = p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE;
 	struct vwrite *w;
+	uint64_t need;
 
 	repl__rs_stop(p);
 	/* Its confirmations cannot come any more (a new link confirms only
@@ -607,8 +628,9 @@ void repl__rep_peer_down(struct peer *p)
 	while ((w = p->unacked_head)) {
 		unacked_unlink(p, w);
 		w->pending++;
-		if (mark_missing(vol, p->idx, w->io))
-			bm_wait(vol, w);
+		need = mark_missing(vol, p->idx, w->io);
+		if (need)
+			bm_wait_for(vol, w, need);
 		w->pending--;
 		vwrite_put(w);
 	}

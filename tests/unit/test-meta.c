@@ -618,6 +618,41 @@ static void test_bitmap_pages(void)
 	meta_close(m);
 }
 
+/* meta_bits_in_flush(): the pages with set bits that the running job
+ * writes, from _begin to _end; not pages with only cleared bits. */
+static void test_bits_in_flush(void)
+{
+	struct meta_super sb;
+	struct meta *m = NULL;
+	struct meta_flush_job *job = NULL;
+	const uint64_t page2 = 70000ull * 4096 - 4096;	/* a region in page 2 */
+
+	make_path("bm-inflush");
+	init_super(&sb, 70000ull * 4096, 12);	/* 3 bitmap pages */
+	CHECK(meta_create(path, &sb, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_bits_set_range(m, 0, page2, 4096) == 1);
+	CHECK(meta_bitmap_flush(m) == 0);
+	CHECK(meta_bits_set_range(m, 0, 4096, 4096) == 1);	/* page 0 */
+	CHECK(meta_bits_clear_range(m, 0, page2, 4096) == 1);	/* page 2 */
+	CHECK(!meta_bits_in_flush(m, 0, 4096, 4096));
+	CHECK(meta_bitmap_flush_begin(m, &job) == 0 && job != NULL);
+	CHECK(!meta_bitmap_needs_flush(m));
+	CHECK(meta_bits_in_flush(m, 0, 4096, 4096));
+	CHECK(meta_bits_in_flush(m, 0, 30000ull * 4096, 5000ull * 4096));	/* pages 0 and 1 */
+	CHECK(!meta_bits_in_flush(m, 0, page2, 4096));	/* only cleared */
+	CHECK(!meta_bits_in_flush(m, 0, 40000ull * 4096, 4096));	/* page 1 */
+	CHECK(!meta_bits_in_flush(m, 1, 4096, 4096));
+	CHECK(meta_bits_set_range(m, 0, 4096 + 100, 1) == 0);	/* already set ... */
+	CHECK(!meta_bitmap_needs_flush(m));	/* ... so only in_flush tells */
+	if (job)
+		CHECK(meta_flush_job_run(job) == 0);
+	meta_flush_job_end(m, job, 0);
+	CHECK(!meta_bits_in_flush(m, 0, 4096, 4096));
+	meta_close(m);
+}
+
 /* Random set/clear ranges against a one-bool-per-region model. */
 static void test_bitmap_model(void)
 {
@@ -1017,6 +1052,7 @@ int main(void)
 	test_busy();
 	test_bitmap_edges();
 	test_bitmap_pages();
+	test_bits_in_flush();
 	test_bitmap_model();
 	test_bitmap_damage();
 	clean_dir();
