@@ -1136,6 +1136,20 @@ start_node() {
 	fail "node $n: control socket ${NODE_CTL[$n]} not answering after ${RA_START_TIMEOUT}s"
 }
 
+# start_in_sync PRIMARY NODE...: starts PRIMARY and the NODEs in that
+# order, waits (30 s) until PRIMARY sees every NODE Connected with nothing
+# out of sync, and promotes PRIMARY.
+start_in_sync() {
+	local primary=$1 n
+	for n in "$@"; do
+		start_node "$n"
+	done
+	shift
+	wait_status "$primary" 30 "all(p[n][\"link\"] == \"Connected\" and p[n][\"out_of_sync_bytes\"] == 0 for n in \"$*\".split())" ||
+		fail "$primary and $* did not connect"
+	promote "$primary"
+}
+
 # stop_node NODE: SIGTERM; fails the test unless the daemon exits 0.
 stop_node() {
 	stop_replagentd "$1" TERM ||

@@ -18,11 +18,7 @@ MiB=$((1 << 20))
 REGION=$((64 << 10))
 
 cluster_config -t 5 a b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_in_sync a b
 qio_batch "${NODE_NBD_URI[a]}" "write -P 0x61 0 16M" || fail "writing through a failed"
 wait_status a 10 'p["b"]["out_of_sync_bytes"] == 0' || fail "b is behind"
 stop_node b

@@ -19,12 +19,7 @@ requires_replagent
 cluster_config -t 2 -s 64M a b c
 faultdisk_init
 faultdisk_preload a
-for n in a b c; do
-	start_node "$n"
-done
-wait_status a 30 'all(p[n]["link"] == "Connected" and p[n]["out_of_sync_bytes"] == 0 for n in "bc")' ||
-	fail "a, b and c did not connect"
-promote a
+start_in_sync a b c
 
 start_writer "$TESTDIR/w.log" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
 	--duration 60 --inflight 32 --span $((256 << 10)) --stall-timeout 10 --structured

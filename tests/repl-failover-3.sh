@@ -72,12 +72,7 @@ in_sync() {
 }
 
 cluster_config -t 5 -s 64M a b c
-for n in a b c; do
-	start_node "$n"
-done
-wait_status a 30 'all(x["link"] == "Connected" and x["out_of_sync_bytes"] == 0 for x in p.values())' ||
-	fail "a, b and c did not connect"
-promote a
+start_in_sync a b c
 writer a
 
 log "==== kill -9 the Primary a, promote b, restart a"

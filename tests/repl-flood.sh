@@ -34,11 +34,7 @@ fi
 ulimit -S -n 1024 || hard_error "cannot lower the descriptor limit"
 
 cluster_config -t 5 a b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_in_sync a b
 pa=$(replagentd_pid a)
 pb=$(replagentd_pid b)
 

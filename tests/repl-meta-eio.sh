@@ -17,11 +17,7 @@ requires_replagent
 cluster_config -t 2 -s 64M a b
 faultdisk_init
 faultdisk_preload a
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_in_sync a b
 
 start_writer "$TESTDIR/w.log" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
 	--duration 60 --inflight 16 --span $((32 << 20)) --stall-timeout 10 --structured

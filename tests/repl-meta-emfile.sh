@@ -15,11 +15,7 @@ requires_replagentd
 requires_replagent
 
 cluster_config -t 2 -s 64M a b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_in_sync a b
 
 client_start g a
 client g connect || fail "client on a: $CLIENT_LAST"
