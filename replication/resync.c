@@ -391,13 +391,21 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result)
 	rs_pump(p);
 }
 
+/* Marks every request of list q that overlaps [offset, offset + len) to be
+ * redone (never counted done). */
+static void redo_overlapping(struct rs_req *q, uint64_t offset, uint64_t len)
+{
+	for (; q; q = q->next)
+		if (q->io.offset < offset + len && offset < q->io.offset + q->io.len)
+			q->redo = true;
+}
+
 void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len)
 {
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct resync *rs = vol->peers[i]->rs;
-		for (struct rs_req *q = rs ? rs->inflight : NULL; q; q = q->next)
-			if (q->io.offset < offset + len && offset < q->io.offset + q->io.len)
-				q->redo = true;
+		if (rs)
+			redo_overlapping(rs->inflight, offset, len);
 	}
 }
 
@@ -407,13 +415,12 @@ void repl__rs_note_write(struct repl_volume *vol, uint64_t offset, uint64_t len)
 void repl__rs_note_failed(struct peer *p, uint64_t offset, uint64_t len)
 {
 	struct resync *rs = p->rs;
-	struct rs_req *lists[3] = { rs ? rs->inflight : NULL, rs ? rs->acked : NULL,
-				    rs ? rs->flushing : NULL };
 
-	for (unsigned i = 0; i < 3; i++)
-		for (struct rs_req *q = lists[i]; q; q = q->next)
-			if (q->io.offset < offset + len && offset < q->io.offset + q->io.len)
-				q->redo = true;
+	if (!rs)
+		return;
+	redo_overlapping(rs->inflight, offset, len);
+	redo_overlapping(rs->acked, offset, len);
+	redo_overlapping(rs->flushing, offset, len);
 }
 
 static struct resync *rs_new(struct peer *p)
