@@ -559,6 +559,8 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->key_file);
 	free(cfg->repl_address);
 	free(cfg->data_dir);
+	free(cfg->metrics_host);
+	free(cfg->metrics_port);
 	free(cfg);
 }
 

@@ -66,6 +66,8 @@ struct cfg {
 	char after_sb[3];	/* 0: disconnect, 1: the safe automatic policy */
 	bool after_sb_set[3];
 	bool auto_promote;	/* promote for the first NBD client, demote after the last */
+	char *metrics_host;	/* /metrics over HTTP: NULL = off; "" = all addresses */
+	char *metrics_port;	/* NULL iff metrics_host is NULL */
 	struct cfg_volume *volumes;
 	unsigned n_volumes;
 };

@@ -188,6 +188,28 @@ static int set_listen(struct parser *p, const struct key_def *kd, char *val)
 	return 0;
 }
 
+/* metrics-listen: like nbd-listen, into the metrics fields. */
+static int set_metrics_listen(struct parser *p, const struct key_def *kd, char *val)
+{
+	struct cfg *cfg = p->cfg;
+	char host[256], port[16];
+	const char *why;
+
+	free(cfg->metrics_host);
+	free(cfg->metrics_port);
+	cfg->metrics_host = cfg->metrics_port = NULL;
+	if (!*val || !strcmp(val, "none"))
+		return 0;
+	why = parse_hostport(val, true, host, port);
+	if (why)
+		return cfg__perr(p, "invalid %s \"%s\": %s", kd->name, val, why);
+	cfg->metrics_host = strdup(host);
+	cfg->metrics_port = strdup(port);
+	if (!cfg->metrics_host || !cfg->metrics_port)
+		return cfg__oom(p);
+	return 0;
+}
+
 /* A group name as useradd(8) takes it, or none / "" (owner only). */
 static int set_group(struct parser *p, const struct key_def *kd, char *val)
 {
@@ -410,6 +432,8 @@ static const struct key_def keys[] = {
 	G("after-sb-1pri", set_after_sb, after_sb, false, "disconnect or consensus"),
 	G("after-sb-2pri", set_after_sb, after_sb, false, "disconnect"),
 	G("auto-promote", set_auto_promote, auto_promote, false, "yes or no"),
+	G("metrics-listen", set_metrics_listen, metrics_host, true,
+	  "HOST:PORT, [IPV6]:PORT, :PORT, \"\" or none, e.g. 127.0.0.1:9942"),
 	V("backing", set_path, backing, false,
 	  "an absolute path to a file or block device"),
 	V("size", set_size, size, false,

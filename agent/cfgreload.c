@@ -58,6 +58,8 @@ static void compare_globals(const struct cfg *a, const struct cfg *b, struct cfg
 	global_restart(r, "cluster", a->cluster == b->cluster);
 	global_restart(r, "replication-address", str_eq(a->repl_address, b->repl_address));
 	global_restart(r, "data-dir", str_eq(a->data_dir, b->data_dir));
+	global_restart(r, "metrics-listen", str_eq(a->metrics_host, b->metrics_host) &&
+			  str_eq(a->metrics_port, b->metrics_port));
 
 	r->log_level = a->log_level != b->log_level;
 	applied(r, "log-level", !r->log_level);

@@ -29,6 +29,7 @@
 #include "events.h"
 #include "evloop.h"
 #include "log.h"
+#include "metrics.h"
 #include "qblog.h"
 #include "repl.h"
 #include "util.h"
@@ -51,6 +52,7 @@ struct daemon {
 	struct control *control;
 	struct clusterd *clusterd;
 	struct events *events;
+	struct metrics *metrics;	/* NULL: metrics-listen is off */
 	struct volfail *failed;		/* volumes that could not be opened */
 	int pidfd;
 	uint8_t key[WIRE_KEY_MAX];
@@ -414,6 +416,17 @@ static int listen_nbd(struct daemon *d)
 	return 0;
 }
 
+/* metrics-listen: /metrics over HTTP, on this loop (metrics.h). */
+static int open_metrics(struct daemon *d)
+{
+	if (!d->cfg->metrics_host)
+		return 0;
+	if (metrics_open(d->loop, d->eng, d->cfg->metrics_host, d->cfg->metrics_port,
+			 &d->metrics) < 0)
+		return EX_CANTCREAT;
+	return 0;
+}
+
 static int open_control(struct daemon *d)
 {
 	int r = control_open(d->loop, d->eng, d->cfg, &d->control);
@@ -640,6 +653,8 @@ int main(int argc, char **argv)
 		ex = open_events(&d);
 	if (!ex)
 		ex = listen_nbd(&d);
+	if (!ex)
+		ex = open_metrics(&d);
 	if (!ex) {
 		log_notice("replagentd %s started (%s mode)", PACKAGE_VERSION,
 			   d.cfg->cluster ? "cluster" : "static");
@@ -651,6 +666,7 @@ out:
 	clusterd_close(d.clusterd);
 	d.clusterd = NULL;
 	control_close(d.control);
+	metrics_close(d.metrics);
 	events_free(d.events);
 	d.events = NULL;
 	repl_engine_free(d.eng);

@@ -80,6 +80,7 @@ struct nbd_req {
 	size_t buflen;			/* counted in inflight_bytes */
 	uint16_t type;
 	uint8_t hdr[32];
+	uint64_t start_ns;		/* for the latency histogram (stats.h) */
 };
 
 struct nbd_conn {
@@ -352,6 +353,7 @@ static void req_done(struct repl_io *io)
 		plog_errno(LOG_WARNING, c->vol->name, -io->result,
 			   "request at offset %llu failed",
 			   (unsigned long long)io->offset);
+	repl__stats_io(&c->vol->stats, io->op, io->len, req->start_ns, io->result);
 	pthread_mutex_lock(&c->lock);
 	was_closed = !window_open_locked(c);
 	if (c->dead) {
@@ -372,6 +374,7 @@ static void req_done(struct repl_io *io)
 static void req_start(struct nbd_conn *c, struct nbd_req *req)
 {
 	req->io.done = req_done;
+	req->start_ns = now_mono_ns();
 	repl__volume_io(c->vol, &req->io);
 }
 

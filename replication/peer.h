@@ -87,6 +87,7 @@ struct vwrite {
 	bool local_pending;		/* its local write is to come or running */
 	bool local_busy;		/* its local write is running */
 	bool start_after_flush;		/* its activity-log bits are being written */
+	uint64_t sent_ns;		/* sent to the peers (stats.h) */
 };
 
 /* peer.c */

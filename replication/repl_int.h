@@ -16,6 +16,7 @@
 #include <stdint.h>
 
 #include "repl.h"
+#include "stats.h"
 
 struct meta;
 struct iopool;
@@ -142,6 +143,8 @@ struct repl_volume {
 	uint64_t handover_seq;		/* the TAKEOVER being answered */
 	void *handover_timer;
 	struct repl_io *ho_held_head, **ho_held_tail;	/* client writes meanwhile */
+
+	struct repl__vstats stats;	/* monitoring counters (stats.h) */
 };
 
 /* ---- loop helpers (engine.c) ---- */

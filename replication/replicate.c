@@ -125,6 +125,7 @@ static void bm_flush_start(struct repl_volume *vol)
 		if (r == 0 && vol->bm_job) {
 			vol->bm_io = (struct repl_io){ .op = REPL_IO_CALL, .fn = bm_flush_run,
 						       .arg = vol->bm_job, .done = bm_flush_done };
+			repl__stats_inc(&vol->stats.bitmap_writes);
 			repl__iopool_submit(vol->pool, &vol->bm_io);
 			return;
 		}
@@ -350,6 +351,7 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 	unsigned nfailed = 0;
 	uint64_t need = 0;
 
+	w->sent_ns = now_mono_ns();
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
 		int n = peer_takes_writes(p) ? repl__peer_send_io(p, w) : 0;
@@ -412,6 +414,7 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 		meta_bits_set_range(vol->meta, META_INTENT, io->offset, io->len);
 		need = bm_need(vol, META_INTENT, io);
 		if (need) {
+			repl__stats_inc(&vol->stats.al_transactions);
 			w->start_after_flush = true;
 			bm_wait_for(vol, w, need);
 			return;
@@ -487,6 +490,8 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		return;		/* more frames of this write to come */
 	result = w->peer_error[p->idx];
 	unacked_unlink(p, w);
+	if (result == 0)
+		repl__hist_add(&p->vol->stats.ack[p->idx], now_mono_ns() - w->sent_ns);
 	if (result < 0) {
 		plog_errno(LOG_ERR, p->vol->name, -result,
 			   "peer %s failed a write at %llu", p->node,

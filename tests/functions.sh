@@ -1381,3 +1381,41 @@ lowest_free_fd() {
 	done
 	echo "$n"
 }
+
+# ---- metrics (metrics-listen, agent/metrics.c) ---------------------------------
+
+declare -A NODE_METRICS=()
+
+# metrics_on NODE: turns on /metrics for NODE (after cluster_config) on
+# 127.0.0.1 and a free port; NODE_METRICS[NODE] is that HOST:PORT.
+metrics_on() {
+	local n=$1
+	NODE_METRICS[$n]=127.0.0.1:$(free_port)
+	sed -i "/^\[global\]/a metrics-listen = ${NODE_METRICS[$n]}" "${NODE_CONF[$n]}" ||
+		hard_error "cannot edit ${NODE_CONF[$n]}"
+}
+
+# metrics_get NODE [PATH]: the body of GET http://NODE_METRICS[NODE]PATH
+# (default /metrics) on stdout; fails on an HTTP error.
+metrics_get() {
+	curl -sS -f --max-time 10 "http://${NODE_METRICS[$1]}${2:-/metrics}"
+}
+
+# metric_value FILE SERIES: the value of SERIES (name{labels} exactly as
+# replagentd writes it) in the exposition text FILE; fails if absent.
+metric_value() {
+	awk -v s="$2" 'substr($0, 1, length(s) + 1) == s " " { print $2; f = 1; exit }
+		END { exit !f }' "$1"
+}
+
+# pid_tcp_listen_ports PID: the TCP ports PID listens on, one a line.
+pid_tcp_listen_ports() {
+	local inodes
+	inodes=$(find "/proc/$1/fd" -mindepth 1 -maxdepth 1 -lname 'socket:*' -printf '%l\n' 2>/dev/null |
+		sed 's/socket:\[\(.*\)\]/\1/' | sort -u | tr '\n' ' ')
+	local hex
+	for hex in $(awk -v inodes=" $inodes" 'NR > 1 && $4 == "0A" && index(inodes, " " $10 " ") {
+		n = split($2, a, ":"); print a[n] }' /proc/net/tcp /proc/net/tcp6); do
+		echo $((16#$hex))
+	done | sort -un
+}

@@ -7,7 +7,8 @@ REPLAGENT_PACKAGES="build-essential autoconf automake libtool pkg-config
   libvirt-dev libxml2-dev corosync pacemaker pacemaker-cli-utils pcs
   libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
   nbdkit libnbd-bin python3-libnbd fio nasm shellcheck iproute2 xxd
-  libqb-tools libxml2-utils resource-agents clang libclang-rt-14-dev"
+  libqb-tools libxml2-utils resource-agents clang libclang-rt-14-dev
+  libmicrohttpd-dev prometheus"
 
 setup_log() { printf '=== %s\n' "$*"; }
 

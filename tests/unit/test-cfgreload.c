@@ -56,6 +56,8 @@ static const struct {
 	{ GLOBAL "replication-address = 10.1.1.1\n" VOL0 LOCAL,
 	  "restart needed for replication-address" },
 	{ GLOBAL "data-dir = /data\n" VOL0 LOCAL, "restart needed for data-dir" },
+	{ GLOBAL "metrics-listen = 127.0.0.1:9942\n" VOL0 LOCAL,
+	  "restart needed for metrics-listen" },
 	/* volumes */
 	{ GLOBAL LOCAL, "restart needed for [volume vol0] removed" },
 	{ GLOBAL "[volume vol0]\nbacking = /d/other.img\nsize = 1G\n"

@@ -154,6 +154,23 @@ static void check_listen_name(const struct cfg *c)
 	CHECK(c->nbd_port && !strcmp(c->nbd_port, "80"));	/* "080" normalised */
 }
 
+static void check_metrics_off(const struct cfg *c)
+{
+	CHECK(c->metrics_host == NULL && c->metrics_port == NULL);
+}
+
+static void check_metrics_loopback(const struct cfg *c)
+{
+	CHECK(c->metrics_host && !strcmp(c->metrics_host, "127.0.0.1"));
+	CHECK(c->metrics_port && !strcmp(c->metrics_port, "9942"));
+}
+
+static void check_metrics_v6(const struct cfg *c)
+{
+	CHECK(c->metrics_host && !strcmp(c->metrics_host, "::1"));
+	CHECK(c->metrics_port && !strcmp(c->metrics_port, "9942"));
+}
+
 static void check_node_n3(const struct cfg *c)
 {
 	CHECK(!strcmp(c->node, "n3"));
@@ -322,6 +339,10 @@ static const struct tcase cases[] = {
 	OK("[global]\nnbd-listen = [::1]:10809\n", check_listen_v6),
 	OK("[global]\nnbd-listen = storage.example.com:080\n", check_listen_name),
 	OK("[global]\nnode = n3\n", check_node_n3),
+	OK("[global]\nnode = n3\n", check_metrics_off),
+	OK("[global]\nmetrics-listen = none\n", check_metrics_off),
+	OK("[global]\nmetrics-listen = 127.0.0.1:9942\n", check_metrics_loopback),
+	OK("[global]\nmetrics-listen = [::1]:9942\n", check_metrics_v6),
 	OK("[global]\nlog-level = err\n", check_log_err),
 	OK("[global]\nlog-level = warning\n", check_log_warning),
 	OK("[global]\nlog-level = notice\n", check_log_notice),
@@ -433,6 +454,10 @@ static const struct tcase cases[] = {
 	ERR(2, "invalid outdate-timeout \"99999999999999999999999\"",
 	    "[global]\noutdate-timeout = 99999999999999999999999\n"),
 
+	/* metrics-listen host:port */
+	ERR(2, "invalid metrics-listen \"127.0.0.1\": missing port", "[global]\nmetrics-listen = 127.0.0.1\n"),
+	ERR(2, "invalid metrics-listen \"localhost:99999\": port must be", "[global]\nmetrics-listen = localhost:99999\n"),
+	ERR(2, "unknown key \"metrics-listen\"", "[volume v]\nmetrics-listen = :9942\n"),
 	/* nbd-listen host:port */
 	ERR(2, "invalid nbd-listen \"127.0.0.1\": missing port", "[global]\nnbd-listen = 127.0.0.1\n"),
 	ERR(2, "invalid nbd-listen \"[::1]\": missing port", "[global]\nnbd-listen = [::1]\n"),
