@@ -42,6 +42,17 @@
 #   REPLAGENTD_IO_THREADS [16]
 #   KEEP_LOGS=1        print server logs' tails at the end
 #
+# The cost of the metrics (metrics-listen, replication/stats.c), in one run:
+#   REPLAGENTD_NOSTATS=/path/to/replagentd-built-from-2dd2787 \
+#   SERVERS="replagentd-nostats replagentd replagentd-metrics" FIO=0 \
+#       bench/nbd-bench.sh
+# replagentd-nostats is a binary without the engine's counters (any build of
+# a commit before them); replagentd counts (the counters are always on) but
+# serves no /metrics; replagentd-metrics also serves /metrics on loopback
+# and is scraped every METRICS_SCRAPE_INTERVAL [0.5] s meanwhile (a busy
+# Prometheus scrapes every 15 s).  Both get ratio columns against
+# replagentd-nostats when it runs.
+#
 # Replicated columns (replagentd-2r, replagentd-3r): nodes n1..nN, each in
 # WORKDIR/replagentd-Nr/nI with its own config, state dir (fresh per start)
 # and copy of the prepared file (copied before each start, so all replicas
@@ -93,6 +104,8 @@ FIO_BIN=${FIO_BIN:-fio}
 NBDKIT_THREADS=${NBDKIT_THREADS:-16}
 QEMU_NBD_SHARED=${QEMU_NBD_SHARED:-8}
 REPLAGENTD_IO_THREADS=${REPLAGENTD_IO_THREADS:-16}
+REPLAGENTD_NOSTATS=${REPLAGENTD_NOSTATS:-}
+METRICS_SCRAPE_INTERVAL=${METRICS_SCRAPE_INTERVAL:-0.5}
 
 EXPORT=bench
 SIZE_BYTES=$((1024 * 1024 * 1024))
@@ -101,10 +114,14 @@ ALL_SERVERS=(replagentd replagentd-2r replagentd-3r nbdkit qemu-nbd)
 BASELINES=(nbdkit qemu-nbd)
 read -r -a SERVER_LIST <<< "${SERVERS:-${ALL_SERVERS[*]}}"
 declare -A LABEL=([replagentd]=replagentd [replagentd-2r]=replagentd-2r
-                  [replagentd-3r]=replagentd-3r [nbdkit]=nbdkit [qemu-nbd]=qemu-nbd)
+                  [replagentd-3r]=replagentd-3r [nbdkit]=nbdkit [qemu-nbd]=qemu-nbd
+                  [replagentd-nostats]=nostats [replagentd-metrics]=metrics)
 # Ratio columns of the replicated variants: against 1r, with short headers.
-declare -A RATIO_VS=([replagentd-2r]=replagentd [replagentd-3r]=replagentd)
-declare -A SHORT=([replagentd]=1r [replagentd-2r]=2r [replagentd-3r]=3r)
+# The metrics variants: against the binary without counters, if it runs.
+declare -A RATIO_VS=([replagentd-2r]=replagentd [replagentd-3r]=replagentd
+                     [replagentd]=replagentd-nostats [replagentd-metrics]=replagentd-nostats)
+declare -A SHORT=([replagentd]=1r [replagentd-2r]=2r [replagentd-3r]=3r
+                  [replagentd-nostats]=nostats [replagentd-metrics]=metrics)
 
 # workload id -> "rw kind bufsize depth count unit"
 WORKLOADS=(randwrite_qd1 randwrite_qd32 randread_qd1 randread_qd32 seqwrite seqread)
@@ -306,6 +323,56 @@ start_replagentd() {
 }
 
 stop_replagentd() { kill_pid "$SERVER_PID"; }
+
+# ------------------------ server: replagentd-nostats, replagentd-metrics --
+
+have_replagentd_nostats() {
+    [[ -n $REPLAGENTD_NOSTATS && -x $REPLAGENTD_NOSTATS ]] ||
+        { UNAVAIL[replagentd-nostats]="REPLAGENTD_NOSTATS not set to a binary"; return 1; }
+}
+
+start_replagentd_nostats() {
+    local d=$WORKDIR/replagentd-nostats
+    fresh_dir "$d"
+    write_replagentd_conf "$d" "$IMG"
+    SERVER_SOCK=$d/nbd.sock
+    "$REPLAGENTD_NOSTATS" -f -c "$d/replagentd.conf" 2>"$d/log" &
+    SERVER_PID=$!
+    STARTED_PIDS+=("$SERVER_PID")
+    wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log"
+}
+
+stop_replagentd_nostats() { kill_pid "$SERVER_PID"; }
+
+have_replagentd_metrics() {
+    have_replagentd || { UNAVAIL[replagentd-metrics]=${UNAVAIL[replagentd]}; return 1; }
+    have_cmd curl || { UNAVAIL[replagentd-metrics]="curl not found"; return 1; }
+}
+
+SCRAPER_PID=
+start_replagentd_metrics() {
+    local d=$WORKDIR/replagentd-metrics port url
+    fresh_dir "$d"
+    write_replagentd_conf "$d" "$IMG"
+    port=$(free_ports 1)
+    url=http://127.0.0.1:$port/metrics
+    sed -i "/^\[global\]/a metrics-listen = 127.0.0.1:$port" "$d/replagentd.conf"
+    SERVER_SOCK=$d/nbd.sock
+    "$REPLAGENTD" -f -c "$d/replagentd.conf" 2>"$d/log" &
+    SERVER_PID=$!
+    STARTED_PIDS+=("$SERVER_PID")
+    wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log" || return 1
+    curl -sf -o /dev/null "$url" || { log "  GET $url failed"; return 1; }
+    while curl -sf -o /dev/null "$url"; do sleep "$METRICS_SCRAPE_INTERVAL"; done &
+    SCRAPER_PID=$!
+    STARTED_PIDS+=("$SCRAPER_PID")
+}
+
+stop_replagentd_metrics() {
+    kill_pid "$SCRAPER_PID"
+    SCRAPER_PID=
+    kill_pid "$SERVER_PID"
+}
 
 # ---------------------------------- server: replagentd-2r, replagentd-3r --
 
