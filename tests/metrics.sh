@@ -7,7 +7,8 @@
 # histogram per operation, b's acknowledgements); other paths are 404,
 # other methods 405.  b, with metrics-listen off, listens on nothing but
 # its replication port.  A bad metrics-listen is a configuration error
-# naming the line; a port already taken stops the daemon with EX_CANTCREAT.
+# naming the line; a port already taken stops the daemon with EX_CANTCREAT;
+# a, which served the scrapes, stops cleanly (exit 0, also under ASan).
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -91,4 +92,6 @@ try_start_replagentd_as b "${NODE_CONF[b]}" -n b 2>/dev/null && fail "b started 
 [ "$REPLAGENTD_STATUS" = 73 ] || fail "b on a taken port: exit $REPLAGENTD_STATUS, expected 73"
 grep -q "metrics-listen: cannot listen on 127.0.0.1:${NODE_METRICS[a]##*:}" "$(daemon_log b)" ||
 	fail "b's log does not say why it did not start"
+# a served every scrape and stops cleanly (under ASan: nothing leaked).
+stop_node a
 log "ok"
