@@ -227,6 +227,12 @@ static void log_handshake_error(struct nbd_tls *t, int r)
 			return;
 		}
 	}
+	if (r == GNUTLS_E_CERTIFICATE_REQUIRED || r == GNUTLS_E_NO_CERTIFICATE_FOUND) {
+		/* GnuTLS clients send only a certificate of a CA we named. */
+		log_warn("NBD TLS handshake failed: the client sent no certificate signed "
+			 "by our CA (ca-cert.pem)");
+		return;
+	}
 	log_warn("NBD TLS handshake failed: %s", gnutls_strerror(r));
 }
 
