@@ -637,6 +637,7 @@ static int opt_starttls(struct nbd_conn *c, const uint8_t *d, uint32_t len)
 		log_warn("NBD client does not read its option replies: closing at STARTTLS");
 		return -EPROTO;
 	}
+	c->structured = false;		/* nothing negotiated in clear survives */
 	r = repl__nbd_tls_new(c->eng, c->fd, &c->tls);
 	return r < 0 ? r : 0;
 }
