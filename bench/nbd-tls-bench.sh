@@ -1,7 +1,8 @@
 #!/bin/bash
 # bench/nbd-tls-bench.sh: what TLS costs NBD over TCP.  One replagentd on
-# 127.0.0.1 serves a 1 GiB volume; QEMU's NBD client (qemu-img bench, the
-# client a VM uses) runs 4k writes and reads at QD1 (latency) and 1M
+# 127.0.0.1 serves a 1 GiB volume; libnbd (the client of nbdinfo and fio's
+# nbd engine; qemu-img bench cannot take TLS credentials) runs 4k random
+# writes and reads at QD1 (latency) and 1M
 # sequential writes and reads at QD8 (throughput), over plain TCP
 # (nbd-tls = off) and over TLS (certificates made with certtool, GnuTLS
 # default priorities: TLS 1.3 with AES-GCM on this machine).  qemu-nbd
@@ -9,39 +10,70 @@
 # mature server.  Prints a table with the TLS/plain ratios.  By hand only;
 # the machine should be otherwise idle.
 #
-#   bench/nbd-tls-bench.sh                 # about 2 minutes on 2 CPUs
-#   N4K=20000 N1M=2000 bench/nbd-tls-bench.sh
+#   bench/nbd-tls-bench.sh                 # about 3 minutes
+#   RUNTIME=30 bench/nbd-tls-bench.sh      # seconds per workload (10)
 # shellcheck source=SCRIPTDIR/../tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
-requires qemu-img qemu-nbd certtool
-N4K=${N4K:-10000}		# 4k requests per QD1 run
-N1M=${N1M:-1000}		# 1M requests per QD8 run (1 GiB)
+requires qemu-nbd certtool
+"$PYTHON" -c 'import nbd' 2>/dev/null || skip "requires python3-libnbd"
+RUNTIME=${RUNTIME:-10}		# seconds per workload
 PKI=$TESTDIR/pki
 make_tls_certs "$PKI"
 
-# bench_one NAME PORT TLS(0/1) EXPORT: one line of figures on stdout.
+# The client: libnbd from Python (python3-libnbd), the library of nbdinfo
+# and fio's nbd engine (which cannot name a certificate directory).  4k
+# random offsets at QD1 for RUNTIME s (mean latency), 1M sequential at QD8
+# (aio, 8 in flight) for RUNTIME s.  Argv: URI CERTDIR(or -) RUNTIME.
+BENCH_PY='
+import nbd, random, sys, time
+uri, certs, runtime = sys.argv[1], sys.argv[2], float(sys.argv[3])
+h = nbd.NBD()
+if certs != "-":
+    h.set_tls(nbd.TLS_REQUIRE)
+    h.set_tls_certificates(certs)
+h.connect_uri(uri)
+size = h.get_size()
+out = []
+for write in (True, False):
+    buf = bytearray(random.randbytes(4096))
+    n, t0 = 0, time.monotonic()
+    while time.monotonic() - t0 < runtime:
+        off = random.randrange(size // 4096) * 4096
+        h.pwrite(buf, off) if write else h.pread(4096, off)
+        n += 1
+    out.append("%.1f" % ((time.monotonic() - t0) * 1e6 / n))
+for write in (True, False):
+    bufs = [nbd.Buffer.from_bytearray(bytearray(random.randbytes(1 << 20))) for _ in range(8)]
+    n, off, t0 = 0, 0, time.monotonic()
+    pending = {}
+    while time.monotonic() - t0 < runtime or pending:
+        while len(pending) < 8 and time.monotonic() - t0 < runtime:
+            b = bufs[len(pending)] if write else nbd.Buffer(1 << 20)
+            c = h.aio_pwrite(b, off) if write else h.aio_pread(b, off)
+            pending[c] = b
+            off = (off + (1 << 20)) % size
+        h.poll(-1)
+        for c in list(pending):
+            if h.aio_command_completed(c):
+                del pending[c]
+                n += 1
+    out.append("%.0f" % (n * 1.048576 / (time.monotonic() - t0)))
+h.shutdown()
+print(" ".join(out))
+'
+
+# bench_one NAME PORT TLS(0/1) EXPORT: one line: 4k QD1 write and read
+# latency (us), 1M QD8 sequential write and read (MB/s).
 bench_one() {
-	local name=$1 port=$2 tls=$3 exp=$4 wl secs
-	local -a obj=() img
-	img=(--image-opts "driver=nbd,server.type=inet,server.host=127.0.0.1,server.port=$port,export=$exp")
-	if [ "$tls" = 1 ]; then
-		obj=(--object "tls-creds-x509,id=tls0,dir=$PKI,endpoint=client")
-		img[1]="${img[1]},tls-creds=tls0"
-	fi
-	printf '%-22s' "$name"
-	for wl in "-w -d 1 -s 4k -c $N4K" "-d 1 -s 4k -c $N4K" \
-		"-w -d 8 -s 1M -c $N1M" "-d 8 -s 1M -c $N1M"; do
-		# shellcheck disable=SC2086 # wl is a list of options
-		secs=$(nice qemu-img bench $wl "${obj[@]}" "${img[@]}" 2>&1 |
-			sed -n 's/^Run completed in \([0-9.]*\) seconds.*/\1/p')
-		[ -n "$secs" ] || { printf ' %12s' failed; continue; }
-		case $wl in
-		*4k*) awk -v s="$secs" -v n="$N4K" 'BEGIN { printf " %9.1f us", s * 1e6 / n }' ;;
-		*) awk -v s="$secs" -v n="$N1M" 'BEGIN { printf " %7.0f MB/s", n * 1.048576 / s }' ;;
-		esac
-	done
-	echo
+	local name=$1 port=$2 tls=$3 exp=$4 certs=- r
+	[ "$tls" = 1 ] && certs=$PKI
+	r=$(nice "$PYTHON" -c "$BENCH_PY" "nbd://127.0.0.1:$port/$exp" "$certs" "$RUNTIME" 2>&1 |
+		tail -n 1)
+	# shellcheck disable=SC2086 # four numbers
+	set -- $r
+	[ $# = 4 ] || { printf '%-22s failed: %s\n' "$name" "$r"; return; }
+	printf '%-22s %9s us %9s us %7s MB/s %7s MB/s\n' "$name" "$1" "$2" "$3" "$4"
 }
 
 write_config -s 1G
@@ -70,7 +102,7 @@ for tls in 0 1; do
 	untrack_pid "$pid"
 done
 
-echo "NBD over TCP on 127.0.0.1, qemu-img bench, $(nproc) CPUs, $(gnutls-cli --version 2>/dev/null | head -n 1)"
+echo "NBD over TCP on 127.0.0.1, libnbd (Python) ${RUNTIME}s each, $(nproc) CPUs, $(gnutls-cli --version 2>/dev/null | head -n 1)"
 printf '%-22s %12s %12s %12s %12s\n' server "4k wr QD1" "4k rd QD1" "1M wr QD8" "1M rd QD8"
 cat "$TESTDIR/table"
 # Ratios TLS/plain: latency (lower is better) and throughput (higher is better).
