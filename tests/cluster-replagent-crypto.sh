@@ -25,6 +25,7 @@ log "crypto off: $(grep -o "$WARN" "$out" | head -n 1)"
 
 rc_stop 1
 cluster_kill_node 1
+# shellcheck disable=SC2034 # read by _cluster_corosync_conf (cluster.sh)
 CLUSTER_CRYPTO=on
 corosync-keygen -k "$TESTDIR/corosync-authkey" >/dev/null 2>&1 || hard_error "corosync-keygen"
 _cluster_corosync_conf >"${CL_DIR[1]}/etc/corosync/corosync.conf" || hard_error "corosync.conf"
