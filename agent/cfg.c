@@ -384,6 +384,7 @@ static struct cfg *cfg_new(const char *name)
 	cfg->pidfile = strdup(CFG_DEFAULT_PIDFILE);
 	cfg->key_file = strdup(CFG_DEFAULT_KEY_FILE);
 	cfg->log_level = LOG_INFO;
+	cfg->nbd_tls = -1;
 	cfg->outdate_timeout_s = CFG_DEFAULT_OUTDATE_TIMEOUT_S;
 	if (!cfg->path || !cfg->nbd_socket || !cfg->control_socket ||
 	    !cfg->state_dir || !cfg->pidfile || !cfg->key_file) {
@@ -553,6 +554,9 @@ void cfg_free(struct cfg *cfg)
 	free(cfg->nbd_host);
 	free(cfg->nbd_port);
 	free(cfg->nbd_socket_group);
+	free(cfg->nbd_tls_dir);
+	for (unsigned i = 0; i < cfg->n_nbd_tls_allow; i++)
+		free(cfg->nbd_tls_allow[i]);
 	free(cfg->control_socket);
 	free(cfg->state_dir);
 	free(cfg->pidfile);

@@ -19,6 +19,9 @@
 #define CFG_REPLICAS_MAX 3
 
 #define CFG_DEFAULT_NBD_SOCKET "/run/replagent/nbd.sock"
+/* QEMU's and libvirt's default x509 dir: one set of certificates for all. */
+#define CFG_DEFAULT_NBD_TLS_DIR "/etc/pki/qemu"
+#define CFG_TLS_ALLOW_MAX 16
 #define CFG_DEFAULT_CONTROL_SOCKET "/run/replagent/control.sock"
 #define CFG_DEFAULT_STATE_DIR "/var/lib/replagent"
 #define CFG_DEFAULT_PIDFILE "/run/replagent/replagentd.pid"
@@ -53,6 +56,11 @@ struct cfg {
 	 * "": none (mode 0600, owner only). */
 	char *nbd_socket_group;
 	unsigned nbd_clients_max;	/* 0: the engine's default */
+	int nbd_tls;		/* -1: require with nbd-listen (default), 0: off, 1: require */
+	char *nbd_tls_dir;	/* NULL: CFG_DEFAULT_NBD_TLS_DIR */
+	/* DN patterns a TLS client must match; NULL-terminated, none: any. */
+	char *nbd_tls_allow[CFG_TLS_ALLOW_MAX + 1];
+	unsigned n_nbd_tls_allow;
 	char *control_socket;
 	char *state_dir;
 	char *pidfile;

@@ -235,6 +235,32 @@ static int set_clients_max(struct parser *p, const struct key_def *kd, char *val
 	return 0;
 }
 
+static int set_nbd_tls(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (!strcmp(val, "require"))
+		p->cfg->nbd_tls = 1;
+	else if (!strcmp(val, "off"))
+		p->cfg->nbd_tls = 0;
+	else
+		return cfg__bad_value(p, kd, val);
+	return 0;
+}
+
+/* One DN pattern a line (a DN has commas), as libvirt's tls_allowed_dn_list. */
+static int set_tls_allow(struct parser *p, const struct key_def *kd, char *val)
+{
+	struct cfg *cfg = p->cfg;
+
+	if (!*val)
+		return cfg__bad_value(p, kd, val);
+	if (cfg->n_nbd_tls_allow == CFG_TLS_ALLOW_MAX)
+		return cfg__perr(p, "more than %d %s lines", CFG_TLS_ALLOW_MAX, kd->name);
+	if (!(cfg->nbd_tls_allow[cfg->n_nbd_tls_allow] = strdup(val)))
+		return cfg__oom(p);
+	cfg->n_nbd_tls_allow++;
+	return 0;
+}
+
 static int set_log_level(struct parser *p, const struct key_def *kd, char *val)
 {
 	static const struct { const char *name; int level; } levels[] = {
@@ -414,6 +440,11 @@ static const struct key_def keys[] = {
 	G("nbd-clients-max", set_clients_max, nbd_clients_max, false,
 	  "a number from 1 to 4096"),
 	G("control-socket", set_socket, control_socket, false, "an absolute path"),
+	G("nbd-tls", set_nbd_tls, nbd_tls, false, "require or off"),
+	G("nbd-tls-cert-dir", set_path, nbd_tls_dir, false,
+	  "an absolute path to a directory with ca-cert.pem, server-cert.pem and server-key.pem"),
+	{ "nbd-tls-allow", SEC_GLOBAL, true, false, offsetof(struct cfg, nbd_tls_allow),
+	  set_tls_allow, "a certificate DN pattern, e.g. \"C=GB,O=Example,CN=*\"" },
 	G("state-dir", set_state_dir, state_dir, false, "an absolute path"),
 	G("pidfile", set_path, pidfile, false, "an absolute path"),
 	G("key-file", set_path, key_file, false, "an absolute path"),

@@ -18,6 +18,16 @@ static bool str_eq(const char *a, const char *b)
 	return a == b || (a && b && strcmp(a, b) == 0);
 }
 
+static bool tls_allow_eq(const struct cfg *a, const struct cfg *b)
+{
+	if (a->n_nbd_tls_allow != b->n_nbd_tls_allow)
+		return false;
+	for (unsigned i = 0; i < a->n_nbd_tls_allow; i++)
+		if (strcmp(a->nbd_tls_allow[i], b->nbd_tls_allow[i]))
+			return false;
+	return true;
+}
+
 /* Names key (of [volume vol], if vol is not NULL) for a restart. */
 static void restart(struct cfgreload *r, const char *vol, const char *key)
 {
@@ -51,6 +61,8 @@ static void compare_globals(const struct cfg *a, const struct cfg *b, struct cfg
 			  str_eq(a->nbd_port, b->nbd_port));
 	global_restart(r, "nbd-socket-group", str_eq(a->nbd_socket_group, b->nbd_socket_group));
 	global_restart(r, "nbd-clients-max", a->nbd_clients_max == b->nbd_clients_max);
+	global_restart(r, "nbd-tls", a->nbd_tls == b->nbd_tls &&
+			  str_eq(a->nbd_tls_dir, b->nbd_tls_dir) && tls_allow_eq(a, b));
 	global_restart(r, "control-socket", str_eq(a->control_socket, b->control_socket));
 	global_restart(r, "state-dir", str_eq(a->state_dir, b->state_dir));
 	global_restart(r, "pidfile", str_eq(a->pidfile, b->pidfile));

@@ -28,6 +28,7 @@
 #include <corosync/cpg.h>
 #include <corosync/quorum.h>
 
+#include "clcrypto.h"
 #include "cluster.h"
 #include "evloop.h"
 #include "log.h"
@@ -296,6 +297,35 @@ static void disconnect(struct cluster *c)
 	c->up = c->broken = false;
 }
 
+/* totem.<name> from cmap, or NULL (not set, or cmap unanswering). */
+static char *totem_string(struct cluster *c, const char *name)
+{
+	char key[64], *s = NULL;
+	cs_error_t rc;
+
+	snprintf(key, sizeof(key), "totem.%s", name);
+	CS_REPEAT(rc, cmap_get_string(c->cmap, key, &s));
+	return rc == CS_OK ? s : NULL;
+}
+
+/* A warning when corosync's packets are not encrypted (clcrypto.c). */
+static void check_crypto(struct cluster *c)
+{
+	char *cipher = totem_string(c, "crypto_cipher");
+	char *hash = totem_string(c, "crypto_hash");
+	char *secauth = totem_string(c, "secauth");
+	const char *why = clcrypto_problem(cipher, hash, secauth);
+
+	if (why)
+		log_warn("corosync traffic is %s: anyone on the cluster network can join "
+			 "the membership and forge replagent's messages; set crypto_cipher: "
+			 "aes256 and crypto_hash: sha256 in totem, with an authkey "
+			 "(corosync-keygen)", why);
+	free(cipher);
+	free(hash);
+	free(secauth);
+}
+
 static int connect_corosync(struct cluster *c)
 {
 	cs_error_t rc;
@@ -320,6 +350,7 @@ static int connect_corosync(struct cluster *c)
 		return r;
 	}
 	c->up = true;
+	check_crypto(c);
 	log_info("joined corosync group %s as nodeid %u (%s)", CLUSTER_GROUP, c->nodeid,
 		 c->quorate ? "quorate" : "not quorate");
 	return 0;

@@ -405,6 +405,21 @@ static int listen_nbd(struct daemon *d)
 				 cfg->nbd_socket, *gname ? "there is no group kvm on this node; "
 				 "set nbd-socket-group" : "nbd-socket-group = none");
 	}
+	if (cfg->nbd_host && cfg->nbd_tls != 0) {
+		const char *dir = cfg->nbd_tls_dir ? cfg->nbd_tls_dir : CFG_DEFAULT_NBD_TLS_DIR;
+		r = repl_nbd_tls_set(d->eng, dir, (const char *const *)cfg->nbd_tls_allow, true);
+		if (r < 0) {
+			log_err_errno(-r, "NBD over TCP needs TLS certificates (nbd-tls = require%s): "
+				      "set nbd-tls-cert-dir to a directory with ca-cert.pem, "
+				      "server-cert.pem and server-key.pem, or nbd-tls = off",
+				      cfg->nbd_tls < 0 ? ", the default with nbd-listen" : "");
+			return EX_CONFIG;
+		}
+	} else if (cfg->nbd_host) {
+		log_warn("NBD over TCP without TLS (nbd-tls = off): anyone who reaches %s:%s "
+			 "can read and write every volume", *cfg->nbd_host ? cfg->nbd_host : "*",
+			 cfg->nbd_port);
+	}
 	if (cfg->nbd_host) {
 		r = repl_nbd_listen_tcp(d->eng, cfg->nbd_host, cfg->nbd_port);
 		if (r < 0) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 
 #include "log.h"
+#include "nbd_tls.h"
 #include "repl_int.h"
 #include "resize.h"
 
@@ -106,5 +107,6 @@ void repl_engine_free(struct repl_engine *eng)
 		repl__volume_free(vol);
 	}
 	repl__nbd_notify_free(eng);
+	repl__nbd_tls_creds_free(eng->nbd_tls);
 	free(eng);
 }

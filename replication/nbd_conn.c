@@ -47,6 +47,7 @@
 
 #include "log.h"
 #include "nbd-protocol.h"
+#include "nbd_tls.h"
 #include "repl_int.h"
 #include "resize.h"
 #include "util.h"
@@ -113,6 +114,7 @@ struct nbd_conn {
 	bool registered;		/* fd is in the loop */
 	bool read_closed;		/* EOF, DISC, ABORT or stopping */
 	bool dead;			/* socket unusable: send nothing more */
+	struct nbd_tls *tls;		/* after NBD_OPT_STARTTLS (nbd_tls.c) */
 };
 
 static void conn_update(struct nbd_conn *c);
@@ -164,7 +166,7 @@ static void flush_locked(struct nbd_conn *c)
 			for (unsigned i = 0; i < m->niov; i++)
 				iov[cnt++] = m->iov[i];
 		msg.msg_iovlen = cnt;
-		n = sendmsg(c->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = repl__nbd_sendmsg(c->tls, c->fd, &msg);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -607,9 +609,57 @@ static int opt_list(struct nbd_conn *c, uint32_t len)
 	return opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
+static bool is_tcp(const struct nbd_conn *c)
+{
+	return c->src.b[0] == '4' || c->src.b[0] == '6';
+}
+
+/* The ACK goes out in clear before the session exists; a client sends its
+ * ClientHello only once it has read it, so bytes already buffered behind
+ * the option (injected before TLS) close the connection. */
+static int opt_starttls(struct nbd_conn *c, const uint8_t *d, uint32_t len)
+{
+	int r;
+
+	if (len)
+		return opt_error(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "option takes no data");
+	if (c->tls)
+		return opt_error(c, NBD_OPT_STARTTLS, NBD_REP_ERR_INVALID, "TLS already started");
+	if (!repl__nbd_tls_offered(c->eng, is_tcp(c)))
+		return opt_error(c, NBD_OPT_STARTTLS, NBD_REP_ERR_POLICY,
+				 is_tcp(c) ? "TLS is not configured on this server (nbd-tls = off)"
+				 : "no TLS on the Unix socket");
+	if (d + len != c->in + c->in_end) {
+		log_warn("NBD client sent data after NBD_OPT_STARTTLS before its reply");
+		return -EPROTO;
+	}
+	if (opt_reply(c, NBD_OPT_STARTTLS, NBD_REP_ACK, NULL, 0) < 0)
+		return -ENOMEM;
+	conn_flush(c);
+	if (c->out_head) {
+		log_warn("NBD client does not read its option replies: closing at STARTTLS");
+		return -EPROTO;
+	}
+	c->structured = false;		/* nothing negotiated in clear survives */
+	r = repl__nbd_tls_new(c->eng, c->fd, &c->tls);
+	return r < 0 ? r : 0;
+}
+
 static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint32_t len)
 {
+	switch (repl__nbd_tls_gate(repl__nbd_tls_required(c->eng, is_tcp(c)), c->tls, opt)) {
+	case NBD_TLS_PASS:
+		break;
+	case NBD_TLS_REFUSE:
+		return opt_error(c, opt, NBD_REP_ERR_TLS_REQD,
+				 "TLS is required: NBD_OPT_STARTTLS first (nbd-tls = require)");
+	case NBD_TLS_CLOSE:
+		log_warn("NBD client refused: NBD_OPT_EXPORT_NAME without TLS (nbd-tls = require)");
+		return -EPROTO;
+	}
 	switch (opt) {
+	case NBD_OPT_STARTTLS:
+		return opt_starttls(c, d, len);
 	case NBD_OPT_EXPORT_NAME:
 		return opt_export_name(c, d, len);
 	case NBD_OPT_ABORT:
@@ -737,7 +787,7 @@ static int read_payload(struct nbd_conn *c)
 				memcpy(dst, c->in + c->in_start, take);
 			c->in_start += take;
 		} else if (dst) {
-			n = recv(c->fd, dst, want, MSG_DONTWAIT);
+			n = repl__nbd_recv(c->tls, c->fd, dst, want);
 			if (n <= 0)
 				return n == 0 ? -EPIPE : (errno == EAGAIN ? 0 : -errno);
 			take = (size_t)n;
@@ -764,7 +814,7 @@ static int fill_input(struct nbd_conn *c)
 	}
 	if (c->in_end == IN_CAP)
 		return -EPROTO;
-	n = recv(c->fd, c->in + c->in_end, IN_CAP - c->in_end, MSG_DONTWAIT);
+	n = repl__nbd_recv(c->tls, c->fd, c->in + c->in_end, IN_CAP - c->in_end);
 	if (n == 0)
 		return -EPIPE;
 	if (n < 0)
@@ -793,8 +843,14 @@ static void conn_read(struct nbd_conn *c)
 			}
 		}
 		/* Everything buffered is parsed: fair share, then refill. */
-		if (rounds++ >= 64)
+		if (rounds++ >= 64) {
+			if (repl__nbd_tls_pending(c->tls)) {	/* no POLLIN for it */
+				pthread_mutex_lock(&c->lock);
+				conn_notify_locked(c);
+				pthread_mutex_unlock(&c->lock);
+			}
 			return;
+		}
 		r = fill_input(c);
 		if (r <= 0)
 			goto out;
@@ -817,7 +873,9 @@ static void conn_event(void *arg, int fd, unsigned revents)
 		conn_flush(c);
 	/* Sent replies may have opened the window for requests that already
 	 * wait in the input buffer: the socket will not say POLLIN for them. */
-	if ((revents & POLLIN) || (may_read(c) && (c->rx || c->in_end > c->in_start)))
+	if ((revents & POLLIN) || (may_read(c) && (c->rx || c->in_end > c->in_start ||
+						       repl__nbd_tls_pending(c->tls))) ||
+	    repl__nbd_tls_handshaking(c->tls))
 		conn_read(c);
 	conn_flush(c);
 	if (revents & (POLLHUP | POLLERR))
@@ -837,7 +895,7 @@ static void conn_update(struct nbd_conn *c)
 	if (!dead) {
 		if (!c->read_closed && window_open_locked(c))
 			ev |= POLLIN;
-		if (c->out_head)
+		if (c->out_head || repl__nbd_tls_wants_write(c->tls))
 			ev |= POLLOUT;
 		if (ev != c->events && repl__fd_mod(c->eng, c->fd, ev) == 0)
 			c->events = ev;
@@ -860,6 +918,7 @@ static void conn_free(struct nbd_conn *c)
 		req_out_free(&c->rx->out);
 	if (c->registered)
 		repl__fd_del(c->eng, c->fd);
+	repl__nbd_tls_free(c->tls);
 	close(c->fd);
 	if (c->vol && c->state == CS_TRANSMISSION) {
 		c->vol->clients--;
@@ -936,7 +995,7 @@ static void conn_service(struct nbd_conn *c)
 	pthread_mutex_lock(&c->lock);
 	c->notified = false;
 	pthread_mutex_unlock(&c->lock);
-	if (may_read(c) && (c->rx || c->in_end > c->in_start)) {
+	if (may_read(c) && (c->rx || c->in_end > c->in_start || repl__nbd_tls_pending(c->tls))) {
 		c->busy++;
 		conn_read(c);
 		conn_flush(c);

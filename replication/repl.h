@@ -307,5 +307,14 @@ int repl_nbd_listen_unix(struct repl_engine *eng, const char *path, mode_t mode,
 void repl_nbd_set_clients_max(struct repl_engine *eng, unsigned max);
 /* Listens on TCP; host NULL = all addresses. */
 int repl_nbd_listen_tcp(struct repl_engine *eng, const char *host, const char *port);
+/* TLS for clients over TCP (NBD_OPT_STARTTLS, nbd_tls.c): certificates in
+ * dir as QEMU lays them out (ca-cert.pem, server-cert.pem, server-key.pem);
+ * a client must present a certificate signed by that CA, and with allow
+ * (NULL-terminated fnmatch patterns; NULL or empty: any) one whose DN
+ * matches.  require: a client over TCP gets NBD_REP_ERR_TLS_REQD until it
+ * starts TLS.  The Unix socket stays plain.  0, or -errno with the reason
+ * in the log. */
+int repl_nbd_tls_set(struct repl_engine *eng, const char *dir, const char *const *allow,
+		     bool require);
 
 #endif

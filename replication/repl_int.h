@@ -23,6 +23,7 @@ struct iopool;
 struct nbd_listener;
 struct nbd_conn;
 struct nbd_notify;
+struct nbd_tls_creds;
 
 enum repl_io_op {
 	REPL_IO_READ,
@@ -60,6 +61,7 @@ struct repl_engine {
 	unsigned nbd_clients_max;	/* attached NBD clients (repl_nbd_set_clients_max) */
 	uint64_t nbd_drop_log_ms;	/* rate of "dropping an NBD client" warnings */
 	unsigned nbd_drops_unlogged;
+	struct nbd_tls_creds *nbd_tls;	/* NULL: no TLS offered (nbd_tls.c) */
 	struct repl_hooks hooks;
 	bool stopping;
 };

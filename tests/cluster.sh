@@ -47,6 +47,7 @@
 # T are timeouts in seconds; the waits return 1 (after showing what they
 # last saw) on timeout, they do not fail the test themselves.
 #
+# CLUSTER_CRYPTO=off (before cluster_create): corosync without encryption.
 # Set by cluster_create: CLUSTER_N, CLUSTER_NAME (corosync cluster name),
 # CL_NS[I], CL_IP[I], CL_DIR[I] ($TESTDIR/nodes/nI), CL_SWITCH (the switch
 # namespace, bridge br0, node I on port vethI), CL_FENCE_AGENT.
@@ -70,6 +71,9 @@ declare -F on_cleanup >/dev/null ||
 
 CLUSTER_EXEC_TIMEOUT=${CLUSTER_EXEC_TIMEOUT:-60}
 CLUSTER_STOP_TIMEOUT=${CLUSTER_STOP_TIMEOUT:-5}
+# corosync's knet crypto (aes256/sha256 with an authkey made per test), as
+# a real cluster should run; off: crypto_cipher/crypto_hash none.
+CLUSTER_CRYPTO=${CLUSTER_CRYPTO:-on}
 CL_FENCE_AGENT=$TESTS_SRCDIR/fence_ns
 CLUSTER_N=0
 CLUSTER_NAME=
@@ -151,9 +155,19 @@ cluster_create() {
 		CL_DIR[i]=$d
 		_cluster_mkdirs "$d"
 	done
+	# One authkey for the cluster, in every node's /etc/corosync.
+	if [ "$CLUSTER_CRYPTO" != off ]; then
+		corosync-keygen -k "$TESTDIR/corosync-authkey" >/dev/null 2>&1 ||
+			head -c 256 /dev/urandom >"$TESTDIR/corosync-authkey" ||
+			hard_error "cannot make a corosync authkey"
+	fi
 	for ((i = 1; i <= n; i++)); do
 		_cluster_corosync_conf >"${CL_DIR[i]}/etc/corosync/corosync.conf" ||
 			hard_error "cannot write corosync.conf"
+		if [ "$CLUSTER_CRYPTO" != off ]; then
+			install -m 0400 "$TESTDIR/corosync-authkey" \
+				"${CL_DIR[i]}/etc/corosync/authkey" || hard_error "cannot copy the authkey"
+		fi
 		{
 			grep -v -E '[[:space:]]n[0-9]+([[:space:]]|$)' /etc/hosts 2>/dev/null
 			for ((x = 1; x <= n; x++)); do
@@ -198,7 +212,8 @@ _cluster_mkdirs() {
 # _cluster_corosync_conf: the nodes' corosync.conf on stdout (the same on
 # every node).
 _cluster_corosync_conf() {
-	local i
+	local i cipher=aes256 hash=sha256
+	[ "$CLUSTER_CRYPTO" = off ] && cipher=none hash=none
 	cat <<-EOF
 		# written by $TEST_NAME (tests/cluster.sh)
 		totem {
@@ -206,8 +221,8 @@ _cluster_corosync_conf() {
 		    cluster_name: $CLUSTER_NAME
 		    transport: knet
 		    token: 1000
-		    crypto_cipher: none
-		    crypto_hash: none
+		    crypto_cipher: $cipher
+		    crypto_hash: $hash
 		}
 		logging {
 		    to_logfile: yes

@@ -362,6 +362,7 @@ start_replagentd() { start_replagentd_as replagentd "$@"; }
 
 # start_replagentd_tcp CONFIG [ARGS...]: start_replagentd with TCP on
 # 127.0.0.1: sets "nbd-listen = 127.0.0.1:PORT" in CONFIG with a free PORT
+# (and nbd-tls = off if CONFIG does not say nbd-tls)
 # and starts the daemon, with a new port if it could not bind (up to 5
 # tries).  Sets NBD_PORT, and NBD_TCP_URI for $VOL.
 start_replagentd_tcp() {
@@ -370,6 +371,10 @@ start_replagentd_tcp() {
 		NBD_PORT=$(free_port)
 		sed -i '/^[[:space:]]*nbd-listen[[:space:]]*=/d' "$conf"
 		sed -i "/^\[global\]/a nbd-listen = 127.0.0.1:$NBD_PORT" "$conf"
+		# Plain TCP unless the test set up TLS (nbd-tls = require is the
+		# default with nbd-listen and needs certificates).
+		grep -q '^[[:space:]]*nbd-tls[[:space:]]*=' "$conf" ||
+			sed -i "/^\[global\]/a nbd-tls = off" "$conf"
 		grep -q "^nbd-listen = 127.0.0.1:$NBD_PORT\$" "$conf" ||
 			hard_error "no [global] section in $conf"
 		NBD_TCP_URI="nbd://127.0.0.1:$NBD_PORT/$VOL"
@@ -1418,4 +1423,58 @@ pid_tcp_listen_ports() {
 		n = split($2, a, ":"); print a[n] }' /proc/net/tcp /proc/net/tcp6); do
 		echo $((16#$hex))
 	done | sort -un
+}
+
+# make_tls_certs DIR: a CA and, signed by it, a server certificate for
+# localhost/127.0.0.1 and two client certificates, laid out as QEMU's
+# tls-creds-x509 dir (ca-cert.pem, server-cert.pem, server-key.pem,
+# client-cert.pem, client-key.pem; DN "O=replagent test,CN=client"), plus
+# DIR/other/ with a client certificate of DN "O=replagent test,CN=other"
+# (and the CA), and DIR/rogue/ with a client certificate of another CA.
+make_tls_certs() {
+	local d=$1
+	requires certtool
+	mkdir -p "$d/other" "$d/rogue" || hard_error "mkdir $d"
+	_certtool() { certtool "$@" >>"$d/certtool.log" 2>&1 || hard_error "certtool $*"; }
+	_cert_tmpl() {	# FILE CN [server]
+		{
+			echo "organization = replagent test"
+			echo "cn = $2"
+			echo "expiration_days = 2"
+			if [ "${3:-}" = server ]; then
+				echo "dns_name = localhost"
+				echo "ip_address = 127.0.0.1"
+				echo "tls_www_server"
+			else
+				echo "tls_www_client"
+			fi
+			echo "encryption_key"
+			echo "signing_key"
+		} >"$1"
+	}
+	printf 'cn = replagent test CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$d/ca.info"
+	_certtool --generate-privkey --outfile "$d/ca-key.pem"
+	_certtool --generate-self-signed --load-privkey "$d/ca-key.pem" \
+		--template "$d/ca.info" --outfile "$d/ca-cert.pem"
+	# _cert_make PREFIX CN KIND CA-DIR
+	_cert_make() {
+		_cert_tmpl "$1.info" "$2" "$3"
+		_certtool --generate-privkey --outfile "$1-key.pem"
+		_certtool --generate-certificate --load-privkey "$1-key.pem" \
+			--load-ca-certificate "$4/ca-cert.pem" --load-ca-privkey "$4/ca-key.pem" \
+			--template "$1.info" --outfile "$1-cert.pem"
+	}
+	_cert_make "$d/server" localhost server "$d"
+	_cert_make "$d/client" client client "$d"
+	_cert_make "$d/other/client" other client "$d"
+	cp "$d/ca-cert.pem" "$d/other/" || hard_error "cp"
+	_certtool --generate-privkey --outfile "$d/rogue/ca-key.pem"
+	printf 'cn = rogue CA\nca\ncert_signing_key\nexpiration_days = 2\n' >"$d/rogue/ca.info"
+	_certtool --generate-self-signed --load-privkey "$d/rogue/ca-key.pem" \
+		--template "$d/rogue/ca.info" --outfile "$d/rogue/ca-cert.pem"
+	_cert_make "$d/rogue/client" client client "$d/rogue"
+	# The client trusts the real server: the rogue dir has our CA, its own
+	# key signed by the rogue CA.
+	cp "$d/ca-cert.pem" "$d/rogue/ca-cert.pem" || hard_error "cp"
+	chmod 0600 "$d"/*-key.pem "$d"/*/*-key.pem
 }

@@ -362,6 +362,16 @@ static void gen_nbd(void)
 	n += 4;
 	n += opt(s + n, NBD_OPT_EXPORT_NAME, "vol0", 4);
 	put("nbd", "export-name", s, n);
+	/* STARTTLS and then bytes that are no ClientHello (no TLS here: refused,
+	 * the rest parsed as options; over TCP nbd-tls.sh sends them). */
+	n = 1;
+	memcpy(s + n, &flags, 4);
+	n += 4;
+	n += opt(s + n, NBD_OPT_STARTTLS, NULL, 0);
+	memcpy(s + n, "\x16\x03\x01\x00\x05garbage", 12);
+	n += 12;
+	n += opt(s + n, NBD_OPT_STARTTLS, "x", 1);
+	put("nbd", "starttls-garbage", s, n);
 	/* 1: a request header against an export. */
 	n = 0;
 	s[n++] = 1;

@@ -171,6 +171,26 @@ static void check_metrics_v6(const struct cfg *c)
 	CHECK(c->metrics_port && !strcmp(c->metrics_port, "9942"));
 }
 
+static void check_tls_default(const struct cfg *c)
+{
+	CHECK(c->nbd_tls == -1 && c->nbd_tls_dir == NULL && c->n_nbd_tls_allow == 0);
+}
+
+static void check_tls_set(const struct cfg *c)
+{
+	CHECK(c->nbd_tls == 1);
+	CHECK(c->nbd_tls_dir && !strcmp(c->nbd_tls_dir, "/etc/pki/replagent"));
+	CHECK(c->n_nbd_tls_allow == 2);
+	CHECK(c->nbd_tls_allow[0] && !strcmp(c->nbd_tls_allow[0], "C=GB,O=Example,CN=*"));
+	CHECK(c->nbd_tls_allow[1] && !strcmp(c->nbd_tls_allow[1], "CN=host1"));
+	CHECK(c->nbd_tls_allow[2] == NULL);
+}
+
+static void check_tls_off(const struct cfg *c)
+{
+	CHECK(c->nbd_tls == 0);
+}
+
 static void check_node_n3(const struct cfg *c)
 {
 	CHECK(!strcmp(c->node, "n3"));
@@ -338,6 +358,10 @@ static const struct tcase cases[] = {
 	OK("[global]\nnbd-listen = :10809\n", check_listen_all),
 	OK("[global]\nnbd-listen = [::1]:10809\n", check_listen_v6),
 	OK("[global]\nnbd-listen = storage.example.com:080\n", check_listen_name),
+	OK("[global]\nnbd-listen = :10809\n", check_tls_default),
+	OK("[global]\nnbd-tls = require\nnbd-tls-cert-dir = /etc/pki/replagent\n"
+	   "nbd-tls-allow = C=GB,O=Example,CN=*\nnbd-tls-allow = CN=host1\n", check_tls_set),
+	OK("[global]\nnbd-tls = off\n", check_tls_off),
 	OK("[global]\nnode = n3\n", check_node_n3),
 	OK("[global]\nnode = n3\n", check_metrics_off),
 	OK("[global]\nmetrics-listen = none\n", check_metrics_off),
@@ -463,6 +487,8 @@ static const struct tcase cases[] = {
 	ERR(2, "invalid nbd-listen \"[::1]\": missing port", "[global]\nnbd-listen = [::1]\n"),
 	ERR(2, "must be in brackets", "[global]\nnbd-listen = ::1:10809\n"),
 	ERR(2, "missing ']'", "[global]\nnbd-listen = [::1:10809\n"),
+	ERR(2, "expected require or off", "[global]\nnbd-tls = yes\n"),
+	ERR(2, "nbd-tls-cert-dir", "[global]\nnbd-tls-cert-dir = pki\n"),
 	ERR(2, "invalid IPv6 address", "[global]\nnbd-listen = [1.2.3.4]:10809\n"),
 	ERR(2, "invalid IPv6 address", "[global]\nnbd-listen = []:10809\n"),
 	ERR(2, "port must be a number from 1 to 65535", "[global]\nnbd-listen = :0\n"),
