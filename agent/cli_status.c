@@ -83,6 +83,15 @@ static void append_resync(char *line, size_t size, const struct json_value *rs)
 	json_get_u64(rs, "total_bytes", &total);
 	json_get_u64(rs, "done_bytes", &done);
 	json_get_u64(rs, "rate_bps", &rate);
+	if (!total) {
+		/* A target: the total is known to the source only. */
+		char d[32];
+
+		snprintf(part, sizeof(part), "  resync received %s at %s/s",
+			 format_size(done, d, sizeof(d)), format_size(rate, sz, sizeof(sz)));
+		cli_append(line, size, part);
+		return;
+	}
 	snprintf(part, sizeof(part), "  resync %u%% at %s/s",
 		 total ? (unsigned)(MIN(done, total) * 100 / total) : 0u,
 		 format_size(rate, sz, sizeof(sz)));

@@ -343,11 +343,20 @@ int gen_on_promote_disconnected(struct gen_side *s, uint64_t new_id)
 
 int gen_on_disconnect_primary(struct gen_side *s, uint64_t new_id)
 {
+	uint64_t old = s->current;
+
 	if (!s->primary)
 		return 0;
 	if (!id_fresh(s, new_id))
 		return -EINVAL;
 	rotate_current(s, new_id);
+	/* The old current went to this peer's bitmap only; it stays an
+	 * ancestor for all of them: a peer lost at the same moment (a
+	 * partition) is rotated next from the new current, which it never
+	 * saw, and must still find the one it holds (a full sync, not
+	 * "unrelated"). */
+	if (old && s->bitmap == old)
+		push_history(s, old);
 	return 0;
 }
 

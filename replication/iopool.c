@@ -6,7 +6,12 @@
  *
  * Locking: one mutex per pool guards both lists; workers sleep on a
  * condition variable.  The eventfd is written only when the done list goes
- * from empty to non-empty, so a burst costs the loop one wake-up. */
+ * from empty to non-empty, so a burst costs the loop one wake-up.
+ *
+ * A pool starts with one worker and grows, up to its size, only when a
+ * request is queued while more are waiting than workers are idle: an idle
+ * volume costs one thread, not io-threads of them (hundreds of volumes on
+ * a node).  Workers are not retired; the pool keeps what a burst needed. */
 #include "config.h"
 
 #include <errno.h>
@@ -33,7 +38,9 @@ struct iopool {
 	struct repl_io *queue_head, **queue_tail;
 	struct repl_io *done_head, **done_tail;
 	bool stopping;
-	unsigned nthreads;
+	unsigned nthreads, max_threads;
+	unsigned idle;			/* workers waiting for a request */
+	unsigned queued;		/* requests in the queue */
 	pthread_t threads[];
 };
 
@@ -42,6 +49,7 @@ static struct repl_io *pop_queue(struct iopool *p)
 	struct repl_io *io = p->queue_head;
 
 	if (io) {
+		p->queued--;
 		p->queue_head = io->next;
 		if (!p->queue_head)
 			p->queue_tail = &p->queue_head;
@@ -75,7 +83,9 @@ static void *worker_main(void *arg)
 		if (!io) {
 			if (p->stopping)
 				break;
+			p->idle++;
 			pthread_cond_wait(&p->cond, &p->lock);
+			p->idle--;
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
@@ -117,6 +127,8 @@ int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 	struct iopool *p;
 	int r;
 
+	if (threads < 1)
+		threads = 1;
 	p = calloc(1, sizeof(*p) + threads * sizeof(pthread_t));
 	if (!p)
 		return -ENOMEM;
@@ -136,11 +148,11 @@ int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 	r = repl__fd_add(eng, p->efd, POLLIN, pool_dispatch, p);
 	if (r < 0)
 		goto fail;
-	for (p->nthreads = 0; p->nthreads < threads; p->nthreads++) {
-		r = -pthread_create(&p->threads[p->nthreads], NULL, worker_main, p);
-		if (r < 0)
-			goto fail;
-	}
+	p->max_threads = threads;
+	r = -pthread_create(&p->threads[0], NULL, worker_main, p);
+	if (r < 0)
+		goto fail;
+	p->nthreads = 1;
 	*out = p;
 	return 0;
 fail:
@@ -154,6 +166,12 @@ void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 	pthread_mutex_lock(&p->lock);
 	*p->queue_tail = io;
 	p->queue_tail = &io->next;
+	p->queued++;
+	/* More waiting than idle workers to take them: one more worker (a
+	 * failure is not an error, the ones there are take it in turn). */
+	if (p->queued > p->idle && p->nthreads < p->max_threads && !p->stopping &&
+	    pthread_create(&p->threads[p->nthreads], NULL, worker_main, p) == 0)
+		p->nthreads++;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
 }

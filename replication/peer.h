@@ -59,6 +59,8 @@ struct peer {
 	/* resync */
 	struct resync *rs;
 	uint64_t resync_sent_bytes;
+	/* as a target: bytes received by the running resync, since when */
+	uint64_t rs_recv_bytes, rs_recv_started_ms;
 };
 
 /* A write (or trim, zero, flush) of the Primary on its way to every

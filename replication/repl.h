@@ -144,7 +144,7 @@ struct repl_peer_status {
 	const char *peer_role;		/* "Primary", "Secondary", "Unknown" */
 	const char *peer_disk;		/* "UpToDate", "Outdated", ..., "DUnknown" */
 	uint64_t out_of_sync_bytes;	/* what the peer misses */
-	uint64_t resync_total_bytes;	/* of the running (or last) resync */
+	uint64_t resync_total_bytes;	/* of the running (or last) resync; 0 on a target */
 	uint64_t resync_done_bytes;
 	uint64_t resync_rate_bps;	/* recent bytes per second */
 	int64_t resync_eta_s;		/* -1 when unknown */

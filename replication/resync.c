@@ -477,6 +477,8 @@ void repl__rs_start_target(struct peer *p)
 	}
 	vol->disk_state = GEN_DISK_INCONSISTENT;
 	p->link = REPL_LINK_SYNC_TARGET;
+	p->rs_recv_bytes = 0;
+	p->rs_recv_started_ms = now_mono_ms();
 	plog(LOG_NOTICE, vol->name, "resync from %s started", p->node);
 }
 
@@ -492,6 +494,7 @@ void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t le
 		repl__peer_drop(p, "resync data while not a sync target");
 		return;
 	}
+	p->rs_recv_bytes += len;
 	repl__rep_apply(p, seq, data ? REPL_IO_WRITE : REPL_IO_ZERO, 0, offset, len,
 			data, mem);
 }
@@ -641,6 +644,15 @@ void repl__rs_status(const struct peer *p, struct repl_peer_status *st)
 
 	st->resync_sent_bytes = p->resync_sent_bytes;
 	st->resync_eta_s = -1;
+	if (!rs && p->link == REPL_LINK_SYNC_TARGET) {
+		/* The total is in the source's bitmap only: what came so far. */
+		uint64_t ms = now_mono_ms() - p->rs_recv_started_ms;
+
+		st->resync_done_bytes = p->rs_recv_bytes;
+		if (ms > 0)
+			st->resync_rate_bps = p->rs_recv_bytes * 1000 / ms;
+		return;
+	}
 	if (!rs)
 		return;
 	st->resync_total_bytes = rs->total_bytes;

@@ -27,6 +27,7 @@
 #   GUEST        the libvirt domain (and resource id) to run on the volume,
 #   GUEST_XML    its domain XML, the same path on every node
 #   GUEST_DISABLED=1  create the guest stopped (pcs resource enable later)
+#   NOTIFY       true (default) or false: clone notifications (see below)
 set -eu
 
 VOLUME=${VOLUME:-vol0}
@@ -43,6 +44,18 @@ set -- volume="$VOLUME"
 # is (the agent gives the Primary the highest promotion score, stickiness
 # does the rest): a node that comes back resyncs as Unpromoted and does not
 # take the volume back by itself.
+# Notifications (notify=true) let each instance refresh its promotion
+# score at once when a peer starts, stops or changes role.  They cost a
+# failover time: after the fencing Pacemaker first runs the dead
+# instance's demote notifications on every survivor, one after the other,
+# whose score update aborts that transition; then pre-promote
+# notifications, the promote, post-promote ones.  That is 3-4 s of the
+# failover on a loaded 2-core test cluster (bench/failover-bench.sh).
+# NOTIFY=false promotes straight after the fencing; the trade-off: the
+# scores are refreshed by the monitors only (every 10-11 s), so for that
+# long after a peer changes, Pacemaker may prefer a replica that is no
+# longer the best (replagentd still refuses to promote an Outdated or
+# Inconsistent one, so the choice can be slower, never unsafe).
 pcs resource create "$VOLUME" ocf:replagent:volume "$@" \
 	op start timeout=60s \
 	op stop timeout=100s \
@@ -53,7 +66,7 @@ pcs resource create "$VOLUME" ocf:replagent:volume "$@" \
 	op monitor interval=11s timeout=20s role=Unpromoted \
 	meta resource-stickiness=100 \
 	promotable "$CLONE" promoted-max=1 promoted-node-max=1 \
-	clone-max="$REPLICAS" clone-node-max=1 notify=true
+	clone-max="$REPLICAS" clone-node-max=1 notify="${NOTIFY:-true}"
 
 [ -n "${GUEST:-}" ] || exit 0
 

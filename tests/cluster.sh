@@ -70,6 +70,9 @@ declare -F on_cleanup >/dev/null ||
 	. "$(dirname "${BASH_SOURCE[0]}")/functions.sh" || exit 99
 
 CLUSTER_EXEC_TIMEOUT=${CLUSTER_EXEC_TIMEOUT:-60}
+# More lines for corosync.conf's totem section (e.g. "token_coefficient: 0";
+# a "token:" among them replaces the default 1000): bench/failover-bench.sh.
+CLUSTER_TOTEM_EXTRA=${CLUSTER_TOTEM_EXTRA:-}
 CLUSTER_STOP_TIMEOUT=${CLUSTER_STOP_TIMEOUT:-5}
 # corosync's knet crypto (aes256/sha256 with an authkey made per test), as
 # a real cluster should run; off: crypto_cipher/crypto_hash none.
@@ -220,9 +223,10 @@ _cluster_corosync_conf() {
 		    version: 2
 		    cluster_name: $CLUSTER_NAME
 		    transport: knet
-		    token: 1000
+		$(grep -q '^[[:space:]]*token:' <<<"$CLUSTER_TOTEM_EXTRA" || echo '    token: 1000')
 		    crypto_cipher: $cipher
 		    crypto_hash: $hash
+		$(printf '%s\n' "$CLUSTER_TOTEM_EXTRA" | sed -n 's/^[[:space:]]*\([a-z_]*:.*\)/    \1/p')
 		}
 		logging {
 		    to_logfile: yes

@@ -333,6 +333,19 @@ static void test_scenarios(void)
 	CHECK(gen_on_disconnect_primary(&a, fresh()) == 0);
 	CHECK(decide(&a, &save) == GEN_SOURCE_FULL);
 
+	/* A Primary with two peers loses both at once (its partition lost
+	 * quorum): the engine rotates for b, then for c with the current b's
+	 * loss made, which c never saw.  c comes back holding the old current:
+	 * not unrelated (StandAlone for good), a full sync. */
+	fresh_pair(&a, &b);
+	a.primary = true;
+	save = b;			/* c: in sync with a, like b */
+	CHECK(gen_on_disconnect_primary(&a, fresh()) == 0);	/* b's slot */
+	CHECK(decide(&a, &b) == GEN_SOURCE_BITMAP);
+	a.bitmap = 0;			/* c's slot, nothing recorded yet */
+	CHECK(gen_on_disconnect_primary(&a, fresh()) == 0);
+	CHECK(decide(&a, &save) == GEN_SOURCE_FULL);
+
 	/* Transition argument checks. */
 	fresh_pair(&a, &b);
 	CHECK(gen_on_force_uptodate(&a, 0) == -EINVAL);
