@@ -1381,3 +1381,31 @@ lowest_free_fd() {
 	done
 	echo "$n"
 }
+
+# ---- 8. sparse files ------------------------------------------------------
+
+# data_extents FILE: the allocated data of FILE, one "OFFSET LENGTH" line per
+# extent (SEEK_DATA / SEEK_HOLE), nothing for a file that is all holes.
+data_extents() {
+	"$PYTHON" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+end = os.fstat(fd).st_size
+pos = 0
+while pos < end:
+    try:
+        d = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    h = os.lseek(fd, d, os.SEEK_HOLE)
+    print(d, h - d)
+    pos = h' "$1"
+}
+
+# nbd_map URI [CONTEXT]: "OFFSET LENGTH FLAGS" lines of nbdinfo --map, with
+# adjacent extents of the same flags merged (servers split them freely).
+nbd_map() {
+	timeout 30 nbdinfo --map${2:+=$2} "$1" |
+		awk '{ if (n && $3 == f && $1 == o + l) { l += $2 } else { if (n) print o, l, f; o = $1; l = $2; f = $3; n = 1 } }
+		     END { if (n) print o, l, f }'
+}

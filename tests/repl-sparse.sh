@@ -1,0 +1,113 @@
+#!/bin/bash
+# tests/repl-sparse.sh: a sparse volume as NBD clients see it, on two
+# replicas on 127.0.0.1.  nbdinfo --map and qemu-img map report the holes
+# and the data (base:allocation); qemu-img convert and nbdcopy copy the
+# volume out into a file that stays sparse and is identical; a discard
+# (qemu-io) and a write of zeroes that may unmap punch holes in the backing
+# of every replica (SEEK_DATA and du say so), and the map shows the hole; a
+# write of zeroes with NO_HOLE keeps the space allocated.  Finally the
+# backings are identical.
+# shellcheck source=tests/functions.sh
+. "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
+
+requires nbdinfo nbdcopy qemu-img qemu-io timeout cmp du
+requires_replagentd
+requires_replagent
+
+M=$((1024 * 1024))
+cluster_config -s 64M a b
+start_in_sync a b
+uri=${NODE_NBD_URI[a]}
+
+expect_map() {	# WHAT EXPECTED-LINES
+	local got
+	got=$(nbd_map "$uri") || fail "$1: nbdinfo --map failed"
+	[ "$got" = "$2" ] || fail "$1: nbdinfo --map says
+$got
+expected
+$2"
+}
+
+# expect_data NODE WHAT EXPECTED: the allocated extents of NODE's backing.
+expect_data() {
+	local got
+	got=$(data_extents "${NODE_BACKING[$1]}")
+	[ "$got" = "$3" ] || fail "$2: backing of $1 has data at
+$got
+expected
+$3"
+}
+
+expect_map "empty volume" "0 $((64 * M)) 3"
+
+qio_batch "$uri" "write -P 0x55 $M $((2 * M))
+write -P 0x66 $((40 * M)) $M
+flush" || fail "qemu-io write"
+expect_map "after writes" "0 $M 3
+$M $((2 * M)) 0
+$((3 * M)) $((37 * M)) 3
+$((40 * M)) $M 0
+$((41 * M)) $((23 * M)) 3"
+
+# qemu-img map (its own block status client) agrees.
+qemu-img map -f raw --output=json "$uri" >"$TESTDIR/map.json" || fail "qemu-img map"
+"$PYTHON" - "$TESTDIR/map.json" "$M" <<-'PY' || fail "qemu-img map: wrong data extents"
+	import json, sys
+	m, M = json.load(open(sys.argv[1])), int(sys.argv[2])
+	data = [(e["start"], e["length"]) for e in m if e["data"]]
+	zero = all(e["zero"] for e in m if not e["data"])
+	if data != [(M, 2 * M), (40 * M, M)] or not zero:
+	    print("qemu-img map:", m, file=sys.stderr)
+	    sys.exit(1)
+PY
+
+# Copies out stay sparse and are identical.
+timeout 60 qemu-img convert -f raw -O raw "$uri" "$TESTDIR/convert.raw" ||
+	fail "qemu-img convert out of the export"
+timeout 60 nbdcopy "$uri" "$TESTDIR/nbdcopy.raw" || fail "nbdcopy out of the export"
+truncate -s 64M "$TESTDIR/nbdcopy-pre.raw"
+timeout 60 nbdcopy "$uri" "$TESTDIR/nbdcopy-pre.raw" || fail "nbdcopy into a sparse file"
+for f in convert.raw nbdcopy.raw nbdcopy-pre.raw; do
+	kib=$(du -k "$TESTDIR/$f" | cut -f1)
+	[ "$kib" -le 4096 ] || fail "$f takes $kib KiB on disk: not sparse"
+	qemu-img compare -f raw -F raw "$TESTDIR/$f" "$uri" >/dev/null ||
+		fail "$f differs from the export"
+	log "$f: identical, $kib KiB on disk"
+done
+
+# A discard punches a hole on both replicas.
+qio_batch "$uri" "discard $M $M
+flush" || fail "qemu-io discard"
+expect_map "after a discard" "0 $((2 * M)) 3
+$((2 * M)) $M 0
+$((3 * M)) $((37 * M)) 3
+$((40 * M)) $M 0
+$((41 * M)) $((23 * M)) 3"
+for n in a b; do
+	expect_data "$n" "after a discard" "$((2 * M)) $M
+$((40 * M)) $M"
+done
+
+# Zeroes that may unmap: a hole.  With NO_HOLE (qemu-io -z without -u) the
+# space stays allocated (du; SEEK_DATA may call ext4's unwritten extents a
+# hole, so it is not asked).
+qio_batch "$uri" "write -z -u $((40 * M)) $M
+write -z $((2 * M)) $((512 * 1024))
+flush" || fail "qemu-io write -z"
+for n in a b; do
+	data_extents "${NODE_BACKING[$n]}" >"$TESTDIR/extents.$n"
+	while read -r off len; do
+		[ $((off + len)) -le $((40 * M)) ] || [ "$off" -ge $((41 * M)) ] ||
+			fail "backing of $n: data at $off+$len after a write of zeroes with unmap"
+	done <"$TESTDIR/extents.$n"
+	kib=$(du -k "${NODE_BACKING[$n]}" | cut -f1)
+	[ "$kib" -ge 1024 ] && [ "$kib" -le 2048 ] ||
+		fail "backing of $n takes $kib KiB, expected 1-2 MiB"
+done
+qio_batch "$uri" "read -P 0 $((2 * M)) $((512 * 1024))
+read -P 0x55 $((2 * M + 512 * 1024)) $((512 * 1024))
+read -P 0 $((40 * M)) $M" || fail "data after writes of zeroes"
+
+stop_cluster
+cmp_backings a b || fail "the replicas differ"
+log "PASS"
