@@ -1409,3 +1409,10 @@ nbd_map() {
 		awk '{ if (n && $3 == f && $1 == o + l) { l += $2 } else { if (n) print o, l, f; o = $1; l = $2; f = $3; n = 1 } }
 		     END { if (n) print o, l, f }'
 }
+
+# proc_rchar PID: bytes PID has read so far (files and sockets, rchar of
+# /proc/PID/io); 0 if gone.
+proc_rchar() {
+	awk '/^rchar:/ { print $2; f = 1 } END { if (!f) print 0 }' "/proc/$1/io" 2>/dev/null ||
+		echo 0
+}

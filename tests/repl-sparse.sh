@@ -5,8 +5,10 @@
 # volume out into a file that stays sparse and is identical; a discard
 # (qemu-io) and a write of zeroes that may unmap punch holes in the backing
 # of every replica (SEEK_DATA and du say so), and the map shows the hole; a
-# write of zeroes with NO_HOLE keeps the space allocated.  Finally the
-# backings are identical.
+# write of zeroes with NO_HOLE keeps the space allocated.  A full resync
+# to a blank b and an online verify read the data, not the holes (rchar of
+# the daemons), and b's backing stays sparse.  Finally the backings are
+# identical.
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -107,6 +109,28 @@ done
 qio_batch "$uri" "read -P 0 $((2 * M)) $((512 * 1024))
 read -P 0x55 $((2 * M + 512 * 1024)) $((512 * 1024))
 read -P 0 $((40 * M)) $M" || fail "data after writes of zeroes"
+
+# A full resync to a blank b, then a verify: the holes are not read.
+stop_node b
+rm -rf "${NODE_DIR[b]}/state" "${NODE_BACKING[b]}"
+ra=$(proc_rchar "$(replagentd_pid a)")
+start_node b
+wait_status a 60 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0 and p["b"]["peer_disk"] == "UpToDate"' ||
+	fail "b did not resync from a"
+grep -q "resync to b: .* (full)" "$(daemon_log a)" || fail "a did not run a full resync to b"
+read_a=$(($(proc_rchar "$(replagentd_pid a)") - ra))
+log "full resync of 64 MiB with 1.5 MiB of data: a read $read_a bytes"
+[ "$read_a" -lt $((16 * M)) ] || fail "a read $read_a bytes for a full resync: it read the holes"
+kib=$(du -k "${NODE_BACKING[b]}" | cut -f1)
+[ "$kib" -le 4096 ] || fail "b's backing takes $kib KiB after a full resync: not sparse"
+ra=$(proc_rchar "$(replagentd_pid a)")
+rb=$(proc_rchar "$(replagentd_pid b)")
+out=$(ra_cli a verify "$CLUSTER_VOL") || fail "verify finds differences: $out"
+read_a=$(($(proc_rchar "$(replagentd_pid a)") - ra))
+read_b=$(($(proc_rchar "$(replagentd_pid b)") - rb))
+log "verify: $out; a read $read_a bytes, b $read_b"
+[ "$read_a" -lt $((16 * M)) ] && [ "$read_b" -lt $((16 * M)) ] ||
+	fail "verify read the holes (a $read_a, b $read_b bytes)"
 
 stop_cluster
 cmp_backings a b || fail "the replicas differ"
