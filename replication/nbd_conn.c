@@ -637,43 +637,9 @@ static int opt_list(struct nbd_conn *c, uint32_t len)
 	return opt_reply(c, NBD_OPT_LIST, NBD_REP_ACK, NULL, 0);
 }
 
-/* NBD_OPT_LIST/SET_META_CONTEXT: the matching is nbd_meta.c's. */
-static int opt_meta_context(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint32_t len)
+static int meta_reply(void *arg, uint32_t opt, uint32_t type, const void *d, uint32_t len)
 {
-	bool list = opt == NBD_OPT_LIST_META_CONTEXT;
-	struct nbd_meta_sel *sel;
-	char name[NBD_MAX_NAME_LEN + 1];
-	const char *why;
-	uint32_t err;
-
-	if (!c->structured)
-		return opt_error(c, opt, NBD_REP_ERR_INVALID, "structured replies not negotiated");
-	if (!(sel = calloc(1, sizeof(*sel))))
-		return -ENOMEM;
-	err = repl__nbd_meta_export(d, len, name, &why);
-	if (!err)
-		err = repl__nbd_meta_query(repl_volume_find(c->eng, name), list, d, len, sel, &why);
-	if (err) {
-		free(sel);
-		return opt_error(c, opt, err, why);
-	}
-	for (unsigned i = 0; i < sel->n; i++) {
-		uint8_t buf[4 + NBD_META_NAME_MAX];
-		uint32_t id = htobe32(list ? 0 : i + 1), n = (uint32_t)strlen(sel->ctx[i].name);
-		memcpy(buf, &id, 4);
-		memcpy(buf + 4, sel->ctx[i].name, n);
-		if (opt_reply(c, opt, NBD_REP_META_CONTEXT, buf, 4 + n) < 0) {
-			free(sel);
-			return -ENOMEM;
-		}
-	}
-	if (list) {
-		free(sel);
-	} else {
-		free(c->meta);	/* a SET replaces what an earlier one chose */
-		c->meta = sel;
-	}
-	return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
+	return opt_reply(arg, opt, type, d, len);
 }
 
 static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint32_t len)
@@ -696,7 +662,8 @@ static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uin
 		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
 	case NBD_OPT_LIST_META_CONTEXT:
 	case NBD_OPT_SET_META_CONTEXT:
-		return opt_meta_context(c, opt, d, len);
+		return repl__nbd_meta_option(c->eng, opt, d, len, c->structured, &c->meta,
+					     meta_reply, c);
 	default:
 		return opt_error(c, opt, NBD_REP_ERR_UNSUP, "option not supported");
 	}

@@ -59,6 +59,12 @@ static uint32_t get32(const uint8_t *p)
 	return be32toh(v);
 }
 
+static void put32(uint8_t *p, uint32_t v)
+{
+	v = htobe32(v);
+	memcpy(p, &v, 4);
+}
+
 uint32_t repl__nbd_meta_export(const uint8_t *d, uint32_t len, char *export,
 			       const char **why)
 {
@@ -203,13 +209,52 @@ uint32_t repl__nbd_meta_query(struct repl_volume *vol, bool list, const uint8_t 
 	return 0;
 }
 
-/* ---- block status ------------------------------------------------------- */
-
-static void put32(uint8_t *p, uint32_t v)
+int repl__nbd_meta_option(struct repl_engine *eng, uint32_t opt, const uint8_t *d,
+			  uint32_t len, bool structured, struct nbd_meta_sel **cur,
+			  int (*reply)(void *arg, uint32_t opt, uint32_t type, const void *data,
+				       uint32_t len),
+			  void *arg)
 {
-	v = htobe32(v);
-	memcpy(p, &v, 4);
+	bool list = opt == NBD_OPT_LIST_META_CONTEXT;
+	char name[NBD_MAX_NAME_LEN + 1];
+	struct nbd_meta_sel *sel;
+	const char *why;
+	uint32_t err;
+
+	if (!structured) {
+		why = "structured replies not negotiated";
+		return reply(arg, opt, NBD_REP_ERR_INVALID, why, (uint32_t)strlen(why));
+	}
+	if (!(sel = calloc(1, sizeof(*sel))))
+		return -ENOMEM;
+	err = repl__nbd_meta_export(d, len, name, &why);
+	if (!err)
+		err = repl__nbd_meta_query(repl_volume_find(eng, name), list, d, len, sel, &why);
+	if (err) {
+		free(sel);
+		return reply(arg, opt, err, why, (uint32_t)strlen(why));
+	}
+	for (unsigned i = 0; i < sel->n; i++) {
+		uint8_t buf[4 + NBD_META_NAME_MAX];
+		uint32_t n = (uint32_t)strlen(sel->ctx[i].name);
+		/* LIST: the id is reserved and zero */
+		put32(buf, list ? 0 : i + 1);
+		memcpy(buf + 4, sel->ctx[i].name, n);
+		if (reply(arg, opt, NBD_REP_META_CONTEXT, buf, 4 + n) < 0) {
+			free(sel);
+			return -ENOMEM;
+		}
+	}
+	if (list) {
+		free(sel);
+	} else {
+		free(*cur);	/* a SET replaces what an earlier one chose */
+		*cur = sel;
+	}
+	return reply(arg, opt, NBD_REP_ACK, NULL, 0);
 }
+
+/* ---- block status ------------------------------------------------------- */
 
 /* Appends [len bytes with flags] to e, merging with the last one. */
 static void push(struct nbd_extent *e, unsigned *n, uint32_t len, uint32_t flags)

@@ -10,6 +10,7 @@
 
 #include "nbd-protocol.h"
 
+struct repl_engine;
 struct repl_volume;
 
 #define NBD_META_MAX		16	/* contexts one client may select */
@@ -49,6 +50,15 @@ uint32_t repl__nbd_meta_export(const uint8_t *d, uint32_t len, char *export,
  * Queries that match nothing are not an error. */
 uint32_t repl__nbd_meta_query(struct repl_volume *vol, bool list, const uint8_t *d,
 			      uint32_t len, struct nbd_meta_sel *sel, const char **why);
+/* NBD_OPT_LIST/SET_META_CONTEXT (opt) with its data: answers through
+ * reply (an NBD_REP_META_CONTEXT per context and NBD_REP_ACK, or an error
+ * reply) and, for SET, replaces *sel (malloc'd; the caller frees it).
+ * 0, or -errno when the connection must close. */
+int repl__nbd_meta_option(struct repl_engine *eng, uint32_t opt, const uint8_t *d,
+			  uint32_t len, bool structured, struct nbd_meta_sel **sel,
+			  int (*reply)(void *arg, uint32_t opt, uint32_t type, const void *data,
+				       uint32_t len),
+			  void *arg);
 /* Worker thread: the whole structured reply to an NBD_CMD_BLOCK_STATUS of
  * [off, off+len) (one NBD_REPLY_TYPE_BLOCK_STATUS chunk per selected
  * context, the last one flagged done), in a new buffer *buf of *buflen
