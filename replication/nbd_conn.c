@@ -48,6 +48,9 @@
 #include "log.h"
 #include "nbd-protocol.h"
 #include "nbd_tls.h"
+}
+
+#include "nbd_meta.h"
 #include "repl_int.h"
 #include "resize.h"
 #include "util.h"
@@ -80,6 +83,8 @@ struct nbd_req {
 	uint64_t cookie;
 	size_t buflen;			/* counted in inflight_bytes */
 	uint16_t type;
+	uint16_t cmd_flags;
+	size_t reply_len;		/* BLOCK_STATUS: the reply in io.buf */
 	uint8_t hdr[32];
 	uint64_t start_ns;		/* for the latency histogram (stats.h) */
 };
@@ -96,6 +101,7 @@ struct nbd_conn {
 	uint64_t size;			/* negotiated: the export's size for good */
 	bool structured;
 	bool no_zeroes;
+	struct nbd_meta_sel *meta;	/* selected metadata contexts (nbd_meta.c) */
 	struct nbd_req *rx;		/* write whose payload is arriving */
 	size_t rx_have;
 	uint64_t discard_left;		/* payload of a refused write */
@@ -333,6 +339,8 @@ static void req_reply(struct nbd_req *req, uint32_t error)
 	}
 	req->out.iov[0] = (struct iovec){ h, hlen };
 	req->out.niov = 1;
+	if (req->type == NBD_CMD_BLOCK_STATUS && !error)	/* built whole */
+		req->out.iov[0] = (struct iovec){ req->io.buf, req->reply_len };
 	if (data)
 		req->out.iov[req->out.niov++] = (struct iovec){ req->io.buf, req->io.len };
 	out_push(c, &req->out);
@@ -373,6 +381,17 @@ static void req_done(struct repl_io *io)
 	pthread_mutex_unlock(&c->lock);
 }
 
+/* Worker thread: the block status reply, built in io.buf. */
+static int block_status(void *arg)
+{
+	struct nbd_req *req = arg;
+	struct nbd_conn *c = req->conn;
+
+	return repl__nbd_meta_reply(c->vol, c->meta, req->cookie, req->io.offset, req->io.len,
+				    req->cmd_flags & NBD_CMD_FLAG_REQ_ONE, &req->io.buf,
+				    &req->reply_len);
+}
+
 static void req_start(struct nbd_conn *c, struct nbd_req *req)
 {
 	req->io.done = req_done;
@@ -398,6 +417,8 @@ static const enum repl_io_op cmd_ops[] = {
 	[NBD_CMD_FLUSH] = REPL_IO_FLUSH,
 	[NBD_CMD_TRIM] = REPL_IO_TRIM,
 	[NBD_CMD_WRITE_ZEROES] = REPL_IO_ZERO,
+	[NBD_CMD_CACHE] = REPL_IO_CACHE,
+	[NBD_CMD_BLOCK_STATUS] = REPL_IO_LOOKUP,
 };
 
 /* Parses one request header at p; returns bytes consumed or -errno
@@ -409,6 +430,7 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 		.size = c->size,
 		.read_only = c->vol->role != REPL_PRIMARY && !c->vol->window,
 		.structured = c->structured,
+		.contexts = c->meta ? c->meta->n : 0,
 	};
 	struct nbd_check chk;
 	struct nbd_req *req;
@@ -421,6 +443,8 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 	type = be16toh(r.type);
 	offset = be64toh(r.offset);
 	count = be32toh(r.count);
+	exp.fast_zero = (flags & NBD_CMD_FLAG_FAST_ZERO) &&
+			repl__store_can_punch(c->vol->fd, c->vol->blockdev);
 	chk = repl__nbd_check_request(be32toh(r.magic), flags, type, offset, count, &exp);
 	if (chk.verdict == NBD_V_CLOSE) {
 		plog(LOG_WARNING, c->vol->name, "closing client: %s", chk.why);
@@ -444,6 +468,11 @@ static int handle_request(struct nbd_conn *c, const uint8_t *p)
 	req->io.op = cmd_ops[type];
 	req->io.offset = offset;
 	req->io.len = type == NBD_CMD_FLUSH ? 0 : count;
+	req->cmd_flags = flags;
+	if (type == NBD_CMD_BLOCK_STATUS) {
+		req->io.fn = block_status;
+		req->io.arg = req;
+	}
 	req->io.flags |= ((flags & NBD_CMD_FLAG_FUA) ? REPL_IO_FUA : 0) |
 			 ((flags & NBD_CMD_FLAG_NO_HOLE) ? REPL_IO_NO_HOLE : 0);
 	if (type == NBD_CMD_WRITE) {
@@ -529,6 +558,12 @@ static struct repl_volume *export_lookup(struct nbd_conn *c, const char *name, b
 
 static void enter_transmission(struct nbd_conn *c, struct repl_volume *vol, uint64_t size)
 {
+	/* Contexts were chosen for one export: they do not carry over. */
+	if (c->meta && strcmp(c->meta->export, vol->name)) {
+		plog(LOG_INFO, vol->name, "metadata contexts of export \"%s\" dropped",
+		     c->meta->export);
+		c->meta->n = 0;
+	}
 	c->vol = vol;
 	c->size = size;
 	repl__timer_del(c->eng, &c->hs_timer);
@@ -641,8 +676,15 @@ static int opt_starttls(struct nbd_conn *c, const uint8_t *d, uint32_t len)
 		return -EPROTO;
 	}
 	c->structured = false;		/* nothing negotiated in clear survives */
+	if (c->meta)
+		c->meta->n = 0;
 	r = repl__nbd_tls_new(c->eng, c->fd, &c->tls);
 	return r < 0 ? r : 0;
+}
+
+static int meta_reply(void *arg, uint32_t opt, uint32_t type, const void *d, uint32_t len)
+{
+	return opt_reply(arg, opt, type, d, len);
 }
 
 static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uint32_t len)
@@ -677,10 +719,8 @@ static int handle_option(struct nbd_conn *c, uint32_t opt, const uint8_t *d, uin
 		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);
 	case NBD_OPT_LIST_META_CONTEXT:
 	case NBD_OPT_SET_META_CONTEXT:
-		if (!c->structured)
-			return opt_error(c, opt, NBD_REP_ERR_INVALID,
-					 "structured replies not negotiated");
-		return opt_reply(c, opt, NBD_REP_ACK, NULL, 0);	/* none offered */
+		return repl__nbd_meta_option(c->eng, opt, d, len, c->structured, &c->meta,
+					     meta_reply, c);
 	default:
 		return opt_error(c, opt, NBD_REP_ERR_UNSUP, "option not supported");
 	}
@@ -932,6 +972,7 @@ static void conn_free(struct nbd_conn *c)
 	if (c->next)
 		c->next->prev = c->prev;
 	pthread_mutex_destroy(&c->lock);
+	free(c->meta);
 	free(c->in);
 	free(c);
 }

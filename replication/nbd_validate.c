@@ -37,7 +37,9 @@ static uint16_t allowed_flags(uint16_t type, bool structured)
 	case NBD_CMD_TRIM:
 		return NBD_CMD_FLAG_FUA;
 	case NBD_CMD_WRITE_ZEROES:
-		return NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE;
+		return NBD_CMD_FLAG_FUA | NBD_CMD_FLAG_NO_HOLE | NBD_CMD_FLAG_FAST_ZERO;
+	case NBD_CMD_BLOCK_STATUS:
+		return NBD_CMD_FLAG_REQ_ONE;
 	default:
 		return 0;
 	}
@@ -55,7 +57,8 @@ static struct nbd_check check_range(uint16_t type, uint64_t offset,
 	if (count == 0)
 		return err(NBD_EINVAL, "zero-length request");
 	if (offset > size || count > size - offset)
-		return err(type == NBD_CMD_READ || type == NBD_CMD_TRIM ? NBD_EINVAL : NBD_ENOSPC,
+		return err(type == NBD_CMD_WRITE || type == NBD_CMD_WRITE_ZEROES ? NBD_ENOSPC
+										  : NBD_EINVAL,
 			   "request past the end of the export");
 	return ok();
 }
@@ -76,6 +79,11 @@ struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
 	case NBD_CMD_WRITE:
 	case NBD_CMD_TRIM:
 	case NBD_CMD_WRITE_ZEROES:
+	case NBD_CMD_CACHE:
+		break;
+	case NBD_CMD_BLOCK_STATUS:
+		if (!exp->contexts)
+			return err(NBD_EINVAL, "BLOCK_STATUS without a metadata context selected");
 		break;
 	case NBD_CMD_FLUSH:
 		if (flags)
@@ -90,8 +98,16 @@ struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
 	}
 	if (flags & ~allowed_flags(type, exp->structured))
 		return err(NBD_EINVAL, "unsupported flags for the command");
+	if ((flags & NBD_CMD_FLAG_FAST_ZERO) && !exp->fast_zero)
+		return err(NBD_EINVAL, "FAST_ZERO not advertised");
 	if (exp->read_only && is_write_type(type))
 		return err(NBD_EPERM, "read-only export");
+	/* Zeroes that stay allocated are written: not fast.  The client
+	 * then writes them itself, as the protocol intends. */
+	if ((flags & NBD_CMD_FLAG_FAST_ZERO) && (flags & NBD_CMD_FLAG_NO_HOLE)) {
+		struct nbd_check c = check_range(type, offset, count, exp->size);
+		return c.verdict != NBD_V_OK ? c : err(NBD_ENOTSUP, "FAST_ZERO with NO_HOLE");
+	}
 	if (type == NBD_CMD_READ && count > NBD_MAX_PAYLOAD)
 		return err(NBD_EINVAL, "read over the maximum length");
 	return check_range(type, offset, count, exp->size);
@@ -99,15 +115,17 @@ struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,
 
 uint16_t repl__nbd_export_flags(const struct repl_volume *vol, bool structured)
 {
-	(void)vol;
-	/* CAN_MULTI_CONN: every connection writes through the same fd with
+	/* SEND_FAST_ZERO only where a zero is a hole punched (store.c): the
+	 * client counts on it to skip writing them itself.  CAN_MULTI_CONN: every connection writes through the same fd with
 	 * no cache of ours, so a FLUSH (fdatasync) on any connection covers
 	 * the acknowledged writes of all of them.  SEND_DF only with
 	 * structured replies: the protocol says the server MUST NOT set it
 	 * otherwise. */
 	return NBD_FLAG_HAS_FLAGS | NBD_FLAG_SEND_FLUSH | NBD_FLAG_SEND_FUA |
 	       NBD_FLAG_SEND_TRIM | NBD_FLAG_SEND_WRITE_ZEROES |
-	       (structured ? NBD_FLAG_SEND_DF : 0) | NBD_FLAG_CAN_MULTI_CONN;
+	       (structured ? NBD_FLAG_SEND_DF : 0) | NBD_FLAG_CAN_MULTI_CONN |
+	       NBD_FLAG_SEND_CACHE |
+	       (repl__store_can_punch(vol->fd, vol->blockdev) ? NBD_FLAG_SEND_FAST_ZERO : 0);
 }
 
 /* The data of NBD_OPT_INFO and NBD_OPT_GO: a 32-bit name length, the

@@ -32,11 +32,17 @@ enum repl_io_op {
 	REPL_IO_TRIM,
 	REPL_IO_ZERO,
 	REPL_IO_CALL,		/* run ->fn(->arg) on a worker */
+	REPL_IO_CACHE,		/* read ahead into the page cache (NBD_CMD_CACHE) */
+	REPL_IO_LOOKUP,		/* ->fn(->arg) on a worker, routed as a read */
 };
 
 #define REPL_IO_FUA	(1u << 0)	/* durable before completion */
 #define REPL_IO_NO_HOLE	(1u << 1)	/* zero without deallocating */
 #define REPL_IO_DONE_ANY_THREAD (1u << 2)	/* ->done may run on a worker */
+/* READ: a region that is a hole in the store is not read; the worker sets
+ * REPL_IO_WAS_HOLE instead (resync and verify: it reads as zeroes). */
+#define REPL_IO_HOLE_CHECK (1u << 3)
+#define REPL_IO_WAS_HOLE (1u << 4)
 
 struct repl_io {
 	enum repl_io_op op;
@@ -173,6 +179,13 @@ void repl__timer_del(struct repl_engine *eng, void **handle);
 /* Tries a READ from the page cache without blocking: 0 when done,
  * -EAGAIN when it must go to a worker, other -errno on error. */
 int repl__store_read_nowait(int fd, struct repl_io *io);
+/* Whether a zero without NO_HOLE is a quick deallocation here (a file on a
+ * file system that punches holes), not a write of zeroes: what
+ * NBD_FLAG_SEND_FAST_ZERO promises. */
+bool repl__store_can_punch(int fd, bool blockdev);
+/* Worker thread: true if [off, off+len) is one hole of a file store (reads
+ * as zeroes, nothing allocated); false when unknown or on a device. */
+bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len);
 
 /* ---- iopool.c: per-volume worker threads ---- */
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
@@ -244,6 +257,8 @@ struct nbd_export_view {
 	uint64_t size;
 	bool read_only;
 	bool structured;	/* structured replies negotiated */
+	bool fast_zero;		/* NBD_FLAG_SEND_FAST_ZERO advertised */
+	unsigned contexts;	/* metadata contexts selected (nbd_meta.c) */
 };
 
 struct nbd_check repl__nbd_check_request(uint32_t magic, uint16_t flags,

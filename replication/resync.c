@@ -2,7 +2,9 @@
  *
  * The source walks its dirty bitmap for the peer, reads each dirty region
  * from its store and sends it (RS_DATA), or just its range when it is all
- * zeroes (RS_ZERO).  An acknowledged region is only written on the target,
+ * zeroes (RS_ZERO), which the target punches as a hole.  A region that is a
+ * hole in the source's file backing is not even read (REPL_IO_HOLE_CHECK):
+ * a resync of a sparse volume moves its data, not its size.  An acknowledged region is only written on the target,
  * not yet durable: its bit is cleared when a FLUSH the source sends after
  * that acknowledgement is acknowledged (the target fdatasyncs first), one
  * flush for a batch of regions, as DRBD's barriers cover an epoch.  A
@@ -174,7 +176,7 @@ static void rs_read_done(struct repl_io *io)
 		return;
 	}
 	p = rs->p;
-	zero = all_zero(io->buf, io->len);
+	zero = (io->flags & REPL_IO_WAS_HOLE) || all_zero(io->buf, io->len);
 	q->sent = true;
 	if (zero) {
 		free(io->buf);
@@ -198,6 +200,7 @@ static void rs_issue(struct peer *p, struct resync *rs, uint64_t off, uint32_t l
 	q->rs = rs;
 	q->seq = RS_SEQ_BIT | ++rs->seq;
 	q->io.op = REPL_IO_READ;
+	q->io.flags = REPL_IO_HOLE_CHECK;
 	q->io.offset = off;
 	q->io.len = len;
 	q->io.done = rs_read_done;

@@ -2,9 +2,13 @@
  * device, accessed with buffered positional I/O.  FLUSH is fdatasync; FUA is
  * a write with RWF_DSYNC.  Deallocation punches holes in files so that a
  * trimmed range reads back as zeroes on every replica (online verify relies
- * on that); on block devices TRIM is advisory and does nothing, and
- * WRITE_ZEROES uses BLKZEROOUT.  A grow extends a file, or zeroes the new
- * area of a device.  No metadata lives here: see meta.c. */
+ * on that); on block devices it is fallocate(PUNCH_HOLE) too, which the
+ * kernel turns into a discard or unmapping write-zeroes that reads back as
+ * zeroes, or refuses (then TRIM does nothing and WRITE_ZEROES uses
+ * BLKZEROOUT).  BLKDISCARD is not used: it does not promise zeroes.  A grow
+ * extends a file, or zeroes the new area of a device.  Holes are also asked
+ * about (SEEK_DATA) for NBD block status and to skip reading them in a
+ * resync or verify.  No metadata lives here: see meta.c. */
 #include "config.h"
 
 #include <errno.h>
@@ -107,6 +111,10 @@ static int store_zero(int fd, bool blockdev, struct repl_io *io)
 
 	if (blockdev) {
 		uint64_t range[2] = { io->offset, io->len };
+		if (!(io->flags & REPL_IO_NO_HOLE) &&
+		    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+			      (off_t)io->offset, (off_t)io->len) == 0)
+			return 0;
 		if (ioctl(fd, BLKZEROOUT, range) == 0)
 			return 0;
 		return store_write_zero_buf(fd, io->offset, io->len);
@@ -122,10 +130,13 @@ static int store_zero(int fd, bool blockdev, struct repl_io *io)
 
 static int store_trim(int fd, bool blockdev, struct repl_io *io)
 {
-	if (blockdev)
-		return 0;
 	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)io->offset, (off_t)io->len) == 0)
+		return 0;
+	/* A device that can neither discard nor unmap keeps its data, as it
+	 * always did (a hint): writing zeroes over a large trim costs more
+	 * than a trim is worth. */
+	if (blockdev)
 		return 0;
 	/* Trim is a hint: a file system that cannot punch holes just keeps
 	 * the data.  Zero it instead so every replica reads the same. */
@@ -138,7 +149,18 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 
 	switch (io->op) {
 	case REPL_IO_READ:
+		if ((io->flags & REPL_IO_HOLE_CHECK) &&
+		    repl__store_is_hole(fd, blockdev, io->offset, io->len)) {
+			io->flags |= REPL_IO_WAS_HOLE;
+			return 0;
+		}
 		return full_pread(fd, io->buf, io->len, (off_t)io->offset);
+	case REPL_IO_CACHE:
+		/* the advice is best effort: a failure is no error of the data */
+		(void)posix_fadvise(fd, (off_t)io->offset, (off_t)io->len, POSIX_FADV_WILLNEED);
+		return 0;
+	case REPL_IO_LOOKUP:
+		return io->fn(io->arg);
 	case REPL_IO_WRITE:
 		return store_write(fd, io);
 	case REPL_IO_FLUSH:
@@ -193,11 +215,38 @@ int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t
 	return fsync(fd) < 0 ? -errno : 0;
 }
 
+bool repl__store_can_punch(int fd, bool blockdev)
+{
+	struct stat st;
+
+	/* A device may discard or not, fast or not, and says so only in
+	 * sysfs: not promised. */
+	if (blockdev || fstat(fd, &st) < 0)
+		return false;
+	/* Past the end of the file a punch changes nothing, and fails the
+	 * same way as anywhere when the file system cannot punch. */
+	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size, 4096) == 0;
+}
+
+bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len)
+{
+	off_t d;
+
+	if (blockdev || len == 0)
+		return false;
+	d = lseek(fd, (off_t)off, SEEK_DATA);
+	if (d < 0)
+		return errno == ENXIO;	/* no data from off to the end */
+	return (uint64_t)d >= off + len;
+}
+
 int repl__store_read_nowait(int fd, struct repl_io *io)
 {
 	struct iovec iov = { .iov_base = io->buf, .iov_len = io->len };
 	ssize_t n;
 
+	if (io->flags & REPL_IO_HOLE_CHECK)
+		return -EAGAIN;	/* the worker asks about holes first */
 	n = preadv2(fd, &iov, 1, (off_t)io->offset, RWF_NOWAIT);
 	if (n == (ssize_t)io->len)
 		return 0;

@@ -5,7 +5,10 @@
  * while it is being compared is compared again; regions with writes in
  * flight wait.  Regions that differ are reported; with repair (on the
  * Primary) they go into the peer's bitmap and a resync from here follows.
- * The peer side only reads and answers.  Loop thread only. */
+ * The peer side only reads and answers.  A region that is a hole in a
+ * file backing is not read (REPL_IO_HOLE_CHECK): its CRC is that of zeroes,
+ * so regions that are holes on both sides cost no disk reads and leave the
+ * page cache alone.  Loop thread only. */
 #include "config.h"
 
 #include <errno.h>
@@ -113,6 +116,8 @@ static void vreq_read_done(struct repl_io *io)
 		free(q);
 		return;
 	}
+	if (io->flags & REPL_IO_WAS_HOLE)
+		memset(io->buf, 0, io->len);
 	if (io->result == 0)
 		q->crc = crc32c(0, io->buf, io->len);
 	q->local_done = true;
@@ -131,8 +136,8 @@ static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
 	}
 	q->v = v;
 	q->seq = VERIFY_SEQ_BIT | ++v->seq;
-	q->io = (struct repl_io){ .op = REPL_IO_READ, .offset = off, .len = len,
-				  .buf = q->io.buf, .done = vreq_read_done };
+	q->io = (struct repl_io){ .op = REPL_IO_READ, .flags = REPL_IO_HOLE_CHECK, .offset = off,
+				  .len = len, .buf = q->io.buf, .done = vreq_read_done };
 	m.seq = q->seq;
 	m.u.range = (struct wire_range){ off, len, 0 };
 	for (unsigned i = 0; i < vol->n_peers; i++) {
@@ -349,6 +354,8 @@ static void vanswer_done(struct repl_io *io)
 	struct vanswer *a = (struct vanswer *)io;
 	struct wire_msg m = { .type = WIRE_VERIFY_REPLY, .seq = a->seq };
 
+	if (io->flags & REPL_IO_WAS_HOLE)
+		memset(io->buf, 0, io->len);
 	m.u.verify = (struct wire_verify){ io->offset, io->len,
 		io->result == 0 ? crc32c(0, io->buf, io->len) : 0 };
 	if (io->result < 0)
@@ -371,7 +378,7 @@ void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_
 	a->p = p;
 	a->conn_id = p->conn_id;
 	a->seq = seq;
-	a->io = (struct repl_io){ .op = REPL_IO_READ, .offset = off, .len = len,
-				  .buf = a->io.buf, .done = vanswer_done };
+	a->io = (struct repl_io){ .op = REPL_IO_READ, .flags = REPL_IO_HOLE_CHECK, .offset = off,
+				  .len = len, .buf = a->io.buf, .done = vanswer_done };
 	repl__volume_io(p->vol, &a->io);
 }

@@ -379,6 +379,13 @@ void repl_volume_uuid(const struct repl_volume *vol, char out[37])
 }
 
 
+/* What only looks at the local replica (a read, a read-ahead, a block
+ * status lookup): it is not replicated and needs no role. */
+static bool io_reads(enum repl_io_op op)
+{
+	return op == REPL_IO_READ || op == REPL_IO_CACHE || op == REPL_IO_LOOKUP;
+}
+
 void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 {
 	int r;
@@ -391,7 +398,7 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 	}
 	/* A Secondary's clients are a migration window's: their writes wait
 	 * for the role; a Primary handing the role over keeps new writes. */
-	if (io->op != REPL_IO_READ && vol->n_peers) {
+	if (!io_reads(io->op) && vol->n_peers) {
 		if (vol->role != REPL_PRIMARY) {
 			repl__window_io(vol, io);
 			return;
@@ -408,7 +415,7 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 			io->done(io);
 			return;
 		}
-	} else if (io->op != REPL_IO_READ && vol->n_peers && vol->role == REPL_PRIMARY) {
+	} else if (!io_reads(io->op) && vol->n_peers && vol->role == REPL_PRIMARY) {
 		repl__rep_io(vol, io);
 		return;
 	}

@@ -1478,3 +1478,38 @@ make_tls_certs() {
 	cp "$d/ca-cert.pem" "$d/rogue/ca-cert.pem" || hard_error "cp"
 	chmod 0600 "$d"/*-key.pem "$d"/*/*-key.pem
 }
+
+# ---- 8. sparse files ------------------------------------------------------
+
+# data_extents FILE: the allocated data of FILE, one "OFFSET LENGTH" line per
+# extent (SEEK_DATA / SEEK_HOLE), nothing for a file that is all holes.
+data_extents() {
+	"$PYTHON" -c '
+import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+end = os.fstat(fd).st_size
+pos = 0
+while pos < end:
+    try:
+        d = os.lseek(fd, pos, os.SEEK_DATA)
+    except OSError:
+        break
+    h = os.lseek(fd, d, os.SEEK_HOLE)
+    print(d, h - d)
+    pos = h' "$1"
+}
+
+# nbd_map URI [CONTEXT]: "OFFSET LENGTH FLAGS" lines of nbdinfo --map, with
+# adjacent extents of the same flags merged (servers split them freely).
+nbd_map() {
+	timeout 30 nbdinfo --map${2:+=$2} "$1" |
+		awk '{ if (n && $3 == f && $1 == o + l) { l += $2 } else { if (n) print o, l, f; o = $1; l = $2; f = $3; n = 1 } }
+		     END { if (n) print o, l, f }'
+}
+
+# proc_rchar PID: bytes PID has read so far (files and sockets, rchar of
+# /proc/PID/io); 0 if gone.
+proc_rchar() {
+	awk '/^rchar:/ { print $2; f = 1 } END { if (!f) print 0 }' "/proc/$1/io" 2>/dev/null ||
+		echo 0
+}

@@ -38,10 +38,13 @@ OPT_STARTTLS = 5
 OPT_INFO = 6
 OPT_GO = 7
 OPT_STRUCTURED_REPLY = 8
+OPT_LIST_META_CONTEXT = 9
+OPT_SET_META_CONTEXT = 10
 
 REP_ACK = 1
 REP_SERVER = 2
 REP_INFO = 3
+REP_META_CONTEXT = 4
 REP_FLAG_ERROR = 1 << 31
 REP_ERR_UNSUP = REP_FLAG_ERROR | 1
 REP_ERR_POLICY = REP_FLAG_ERROR | 2
@@ -56,14 +59,22 @@ CMD_WRITE = 1
 CMD_DISC = 2
 CMD_FLUSH = 3
 CMD_TRIM = 4
+CMD_CACHE = 5
 CMD_WRITE_ZEROES = 6
+CMD_BLOCK_STATUS = 7
 
 CMD_FLAG_FUA = 1 << 0
+CMD_FLAG_NO_HOLE = 1 << 1
+CMD_FLAG_REQ_ONE = 1 << 3
+CMD_FLAG_FAST_ZERO = 1 << 4
+TFLAG_SEND_CACHE = 1 << 10
+TFLAG_SEND_FAST_ZERO = 1 << 11
 
 REPLY_FLAG_DONE = 1 << 0
 REPLY_TYPE_NONE = 0
 REPLY_TYPE_OFFSET_DATA = 1
 REPLY_TYPE_OFFSET_HOLE = 2
+REPLY_TYPE_BLOCK_STATUS = 5
 REPLY_TYPE_ERROR = 32769
 REPLY_TYPE_ERROR_OFFSET = 32770
 
@@ -253,6 +264,7 @@ class Conn:
         if not self.structured:
             raise Fail("structured reply without negotiation")
         err = 0
+        self.block_status = []  # (context id, [(length, flags)...]) per chunk
         data = None  # allocated with the first data chunk
         covered = 0
         first = True
@@ -285,6 +297,12 @@ class Conn:
                 err = struct.unpack(">I", payload[:4])[0]
                 if err == 0:
                     raise Fail("error chunk with error 0")
+            elif rtype == REPLY_TYPE_BLOCK_STATUS:
+                if length < 12 or (length - 4) % 8:
+                    raise Fail("block status chunk of %d bytes" % length)
+                ctx = struct.unpack(">I", payload[:4])[0]
+                ext = [struct.unpack(">II", payload[i:i + 8]) for i in range(4, length, 8)]
+                self.block_status.append((ctx, ext))
             elif rtype == REPLY_TYPE_NONE:
                 if not flags & REPLY_FLAG_DONE:
                     raise Fail("NONE chunk without DONE")
@@ -297,6 +315,26 @@ class Conn:
         if err or not readlen:
             return err, b""
         return err, bytes(data) if data is not None else bytes(readlen)
+
+    def meta_context(self, opt, export, queries):
+        """LIST or SET_META_CONTEXT: (error reply type or REP_ACK,
+        [(id, name)...])."""
+        nm = export.encode()
+        data = struct.pack(">I", len(nm)) + nm + struct.pack(">I", len(queries))
+        for q in queries:
+            data += struct.pack(">I", len(q)) + q.encode()
+        self.option(opt, data)
+        got = []
+        while True:
+            ropt, rtype, d = self.opt_reply()
+            if ropt != opt:
+                raise Fail("reply for option %d, expected %d" % (ropt, opt))
+            if rtype == REP_META_CONTEXT:
+                got.append((struct.unpack(">I", d[:4])[0], d[4:].decode()))
+                continue
+            if rtype == REP_ACK or rtype & REP_FLAG_ERROR:
+                return rtype, got
+            raise Fail("unexpected reply type %x to option %d" % (rtype, opt))
 
     def cmd(self, cmd, offset, length, flags=0, payload=b""):
         self.last_offset = offset
@@ -880,6 +918,117 @@ def max_size_reads_pipelined(t, export, st):
 
 
 # ---------------------------------------------------------------------------
+
+# -- metadata contexts, block status, cache, fast zero -------------------------
+
+def meta_session(t, export, queries):
+    """Structured replies, SET_META_CONTEXT(queries), GO: (conn, contexts)."""
+    c = connect(t)
+    c.greeting()
+    c.client_flags()
+    c.structured_reply()
+    rtype, ctx = c.meta_context(OPT_SET_META_CONTEXT, export, queries)
+    if rtype != REP_ACK:
+        raise Fail("SET_META_CONTEXT %r refused: %x" % (queries, rtype))
+    rtype, data = c.go(export)
+    if rtype != REP_ACK:
+        raise Fail("GO %s refused: %x %r" % (export, rtype, data))
+    return c, ctx
+
+
+def check_extents(c, ctx_id, off, length, req_one):
+    """One BLOCK_STATUS; the reply must follow the protocol."""
+    err, _ = c.cmd(CMD_BLOCK_STATUS, off, length, flags=CMD_FLAG_REQ_ONE if req_one else 0)
+    if err:
+        raise Fail("BLOCK_STATUS %d+%d: %s" % (off, length, errname(err)))
+    if [b[0] for b in c.block_status] != [ctx_id]:
+        raise Fail("block status for contexts %r, expected [%d]"
+                   % ([b[0] for b in c.block_status], ctx_id))
+    ext = c.block_status[0][1]
+    if req_one and len(ext) != 1:
+        raise Fail("REQ_ONE answered with %d extents" % len(ext))
+    if any(ln == 0 for ln, _ in ext) or sum(ln for ln, _ in ext) > length:
+        raise Fail("extents %r for a request of %d bytes" % (ext, length))
+    if any(fl & ~3 for _, fl in ext):
+        raise Fail("base:allocation flags outside HOLE|ZERO: %r" % ext)
+    return ext
+
+
+@scenario
+def block_status(t, export):
+    """base:allocation: extents from the offset, within the length, one with REQ_ONE."""
+    c, ctx = meta_session(t, export, ["base:allocation"])
+    if len(ctx) != 1 or ctx[0][1] != "base:allocation":
+        raise Fail("SET_META_CONTEXT selected %r" % ctx)
+    cid = ctx[0][0]
+    check_extents(c, cid, 0, c.size, False)
+    check_extents(c, cid, 0, c.size, True)
+    check_extents(c, cid, 12345, 100000, False)
+    check_extents(c, cid, c.size - 1, 1, True)
+    err, _ = c.cmd(CMD_BLOCK_STATUS, c.size - 512, 1024)
+    expect_err(err, (EINVAL,), "BLOCK_STATUS past the end")
+    err, _ = c.cmd(CMD_BLOCK_STATUS, 0, 512, flags=CMD_FLAG_FUA)
+    expect_err(err, (EINVAL,), "BLOCK_STATUS with FUA")
+    c.check_usable()
+    c.close()
+
+
+@scenario
+def block_status_without_context(t, export):
+    """BLOCK_STATUS with no context (none asked, or an unknown one): EINVAL."""
+    for queries in ([], ["x-nosuch:context"], ["base:"]):
+        c, ctx = meta_session(t, export, queries)
+        if ctx:
+            raise Fail("SET_META_CONTEXT %r selected %r" % (queries, ctx))
+        err, _ = c.cmd(CMD_BLOCK_STATUS, 0, 4096)
+        expect_err(err, (EINVAL,), "BLOCK_STATUS without a context (%r)" % queries)
+        c.check_usable()
+        c.close()
+
+
+@scenario
+def meta_context_bad(t, export):
+    """Meta context options: malformed, unknown export, before structured replies."""
+    c = connect(t)
+    c.greeting()
+    c.client_flags()
+    rtype, _ = c.meta_context(OPT_LIST_META_CONTEXT, export, [])
+    expect_err(rtype, (REP_ERR_INVALID,), "LIST_META_CONTEXT before structured replies")
+    c.structured_reply()
+    rtype, ctx = c.meta_context(OPT_LIST_META_CONTEXT, export, [])
+    if rtype != REP_ACK or [n for _, n in ctx] != ["base:allocation"]:
+        raise Fail("LIST_META_CONTEXT: %x %r" % (rtype, ctx))
+    rtype, _ = c.meta_context(OPT_SET_META_CONTEXT, export, ["nonamespace"])
+    expect_err(rtype, (REP_ERR_INVALID,), "a query without a namespace")
+    rtype, _ = c.meta_context(OPT_SET_META_CONTEXT, "no-such-export", ["base:allocation"])
+    expect_err(rtype, (REP_ERR_UNKNOWN,), "SET_META_CONTEXT of an unknown export")
+    c.option(OPT_SET_META_CONTEXT, struct.pack(">I", 1000) + b"x")
+    _, rtype, _ = c.opt_reply()
+    expect_err(rtype, (REP_ERR_INVALID,), "a truncated SET_META_CONTEXT")
+    rtype, data = c.go(export)
+    if rtype != REP_ACK:
+        raise Fail("GO refused after bad meta context options: %x" % rtype)
+    c.check_usable()
+    c.close()
+
+
+@scenario
+def cache_and_fast_zero(t, export):
+    """CACHE is served; FAST_ZERO with NO_HOLE is refused at once with ENOTSUP."""
+    c = session(t, export, True)
+    if not c.tflags & TFLAG_SEND_CACHE:
+        raise Fail("NBD_FLAG_SEND_CACHE not advertised (%#x)" % c.tflags)
+    err, _ = c.cmd(CMD_CACHE, 0, 1 << 20)
+    if err:
+        raise Fail("CACHE: %s" % errname(err))
+    err, _ = c.cmd(CMD_CACHE, c.size, 512)
+    expect_err(err, (EINVAL,), "CACHE past the end")
+    err, _ = c.cmd(CMD_WRITE_ZEROES, 0, 4096, flags=CMD_FLAG_FAST_ZERO | CMD_FLAG_NO_HOLE)
+    expect_err(err, (ENOTSUP,) if c.tflags & TFLAG_SEND_FAST_ZERO else (EINVAL,),
+               "FAST_ZERO with NO_HOLE")
+    c.check_usable()
+    c.close()
+
 
 def main(argv):
     import argparse

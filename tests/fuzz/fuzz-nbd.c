@@ -5,9 +5,10 @@
  *      connection of an engine without volumes (so the option parsing,
  *      LIST, INFO/GO refusals and EXPORT_NAME run; transmission needs a
  *      volume and is left to the request check below);
- *   1: an export view (1 flag byte, 8 bytes size) and a 28-byte request
- *      header for repl__nbd_check_request(), which must never let a
- *      request past the end of the export or a write into a read-only one;
+ *   1: an export view (1 flag byte: read-only, structured, fast zero,
+ *      a context selected; 8 bytes size) and a 28-byte request header for
+ *      repl__nbd_check_request(), which must never let a request past the
+ *      end of the export or a write into a read-only one;
  *   2: the data of an INFO/GO option for repl__nbd_parse_info_go(). */
 #include "config.h"
 
@@ -130,7 +131,7 @@ static void handshake(const uint8_t *data, size_t size)
 
 static void check_request(const uint8_t *data, size_t size)
 {
-	struct nbd_export_view exp;
+	struct nbd_export_view exp = { 0 };
 	struct nbd_request r;
 	struct nbd_check chk;
 	uint64_t size_be;
@@ -142,6 +143,8 @@ static void check_request(const uint8_t *data, size_t size)
 		return;
 	exp.read_only = data[0] & 1;
 	exp.structured = data[0] & 2;
+	exp.fast_zero = data[0] & 4;
+	exp.contexts = (data[0] >> 3) & 1;
 	memcpy(&size_be, data + 1, 8);
 	exp.size = be64toh(size_be);
 	memcpy(&r, data + 9, sizeof(r));
@@ -163,7 +166,12 @@ static void check_request(const uint8_t *data, size_t size)
 		FUZZ_ASSERT(!exp.read_only && offset == 0 && count == 0);
 		return;
 	}
-	FUZZ_ASSERT(type == NBD_CMD_READ || !exp.read_only);
+	FUZZ_ASSERT(type == NBD_CMD_READ || type == NBD_CMD_CACHE ||
+		    type == NBD_CMD_BLOCK_STATUS || !exp.read_only);
+	if (type == NBD_CMD_BLOCK_STATUS)
+		FUZZ_ASSERT(exp.contexts);
+	if (be16toh(r.flags) & NBD_CMD_FLAG_FAST_ZERO)
+		FUZZ_ASSERT(exp.fast_zero && type == NBD_CMD_WRITE_ZEROES);
 	FUZZ_ASSERT(count > 0 && offset <= exp.size && count <= exp.size - offset);
 	if (type == NBD_CMD_READ || type == NBD_CMD_WRITE)
 		FUZZ_ASSERT(count <= NBD_MAX_PAYLOAD);

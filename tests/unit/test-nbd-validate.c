@@ -22,6 +22,7 @@ static const struct row {
 	int ro, structured;
 	enum nbd_verdict verdict;
 	uint32_t error;
+	int fast_zero, contexts;	/* advertised / selected (0 if omitted) */
 } rows[] = {
 	/* magic */
 	{ 0x12345678, 0, NBD_CMD_READ, 0, 512, RW, SIMPLE, NBD_V_CLOSE, 0 },
@@ -51,7 +52,6 @@ static const struct row {
 	{ M, 0, NBD_CMD_FLUSH, 0, 512, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL },
 	/* unknown and unsupported commands keep the connection */
 	{ M, 0, 99, 0, 512, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL },
-	{ M, 0, NBD_CMD_CACHE, 0, 512, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL },
 	{ M, 0, NBD_CMD_BLOCK_STATUS, 0, 512, RW, STRUCT, NBD_V_ERROR, NBD_EINVAL },
 	{ M, 0, 0xffff, 0, 0xffffffff, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL },
 	/* past the end: EINVAL for reads and trims, ENOSPC for writes */
@@ -77,13 +77,35 @@ static const struct row {
 	{ M, 0, NBD_CMD_WRITE_ZEROES, 0, 512, RO, SIMPLE, NBD_V_ERROR, NBD_EPERM },
 	{ M, 0, NBD_CMD_FLUSH, 0, 0, RO, SIMPLE, NBD_V_ERROR, NBD_EPERM },
 	{ M, 0, NBD_CMD_READ, 0, 512, RO, SIMPLE, NBD_V_OK, 0 },
+	/* CACHE: a read-ahead, any export, no flags */
+	{ M, 0, NBD_CMD_CACHE, 0, 512, RW, SIMPLE, NBD_V_OK, 0 },
+	{ M, 0, NBD_CMD_CACHE, 0, 512, RO, SIMPLE, NBD_V_OK, 0 },
+	{ M, 0, NBD_CMD_CACHE, SZ - 1, 2, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL },
+	{ M, NBD_CMD_FLAG_FUA, NBD_CMD_CACHE, 0, 512, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL },
+	/* BLOCK_STATUS: only with a context selected; REQ_ONE only here */
+	{ M, 0, NBD_CMD_BLOCK_STATUS, 0, 512, RW, STRUCT, NBD_V_OK, 0, 0, 1 },
+	{ M, 0, NBD_CMD_BLOCK_STATUS, 0, 0xffffffff, RO, STRUCT, NBD_V_ERROR, NBD_EINVAL, 0, 1 },
+	{ M, NBD_CMD_FLAG_REQ_ONE, NBD_CMD_BLOCK_STATUS, 0, SZ - 1, RO, STRUCT, NBD_V_OK, 0, 0, 2 },
+	{ M, 0, NBD_CMD_BLOCK_STATUS, SZ, 1, RW, STRUCT, NBD_V_ERROR, NBD_EINVAL, 0, 1 },
+	{ M, 0, NBD_CMD_BLOCK_STATUS, 0, 0, RW, STRUCT, NBD_V_ERROR, NBD_EINVAL, 0, 1 },
+	{ M, NBD_CMD_FLAG_REQ_ONE, NBD_CMD_READ, 0, 512, RW, STRUCT, NBD_V_ERROR, NBD_EINVAL, 0, 1 },
+	{ M, NBD_CMD_FLAG_FUA, NBD_CMD_BLOCK_STATUS, 0, 512, RW, STRUCT, NBD_V_ERROR, NBD_EINVAL, 0, 1 },
+	/* FAST_ZERO: only when advertised, only on WRITE_ZEROES; with
+	 * NO_HOLE it would write: ENOTSUP at once */
+	{ M, NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, 0, 512, RW, SIMPLE, NBD_V_OK, 0, 1 },
+	{ M, NBD_CMD_FLAG_FAST_ZERO | NBD_CMD_FLAG_FUA, NBD_CMD_WRITE_ZEROES, 0, 512, RW, SIMPLE, NBD_V_OK, 0, 1 },
+	{ M, NBD_CMD_FLAG_FAST_ZERO | NBD_CMD_FLAG_NO_HOLE, NBD_CMD_WRITE_ZEROES, 0, 512, RW, SIMPLE, NBD_V_ERROR, NBD_ENOTSUP, 1 },
+	{ M, NBD_CMD_FLAG_FAST_ZERO | NBD_CMD_FLAG_NO_HOLE, NBD_CMD_WRITE_ZEROES, SZ, 512, RW, SIMPLE, NBD_V_ERROR, NBD_ENOSPC, 1 },
+	{ M, NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_WRITE_ZEROES, 0, 512, RO, SIMPLE, NBD_V_ERROR, NBD_EPERM, 1 },
+	{ M, NBD_CMD_FLAG_FAST_ZERO, NBD_CMD_TRIM, 0, 512, RW, SIMPLE, NBD_V_ERROR, NBD_EINVAL, 1 },
 };
 
 int main(void)
 {
 	for (size_t i = 0; i < ARRAY_SIZE(rows); i++) {
 		const struct row *r = &rows[i];
-		struct nbd_export_view exp = { SZ, r->ro == RO, r->structured == STRUCT };
+		struct nbd_export_view exp = { SZ, r->ro == RO, r->structured == STRUCT,
+					       r->fast_zero, (unsigned)r->contexts };
 		struct nbd_check c = repl__nbd_check_request(r->magic, r->flags, r->type,
 							     r->offset, r->count, &exp);
 		CHECK_MSG(c.verdict == r->verdict, "row %zu: verdict %d, expected %d (%s)",
