@@ -47,10 +47,8 @@
 
 #include "log.h"
 #include "nbd-protocol.h"
-#include "nbd_tls.h"
-}
-
 #include "nbd_meta.h"
+#include "nbd_tls.h"
 #include "repl_int.h"
 #include "resize.h"
 #include "util.h"
