@@ -22,6 +22,7 @@
 #   bench/write-path-bench.sh                  # about 4 min on 2 CPUs
 #   RUNTIME=10 SERVERS="1r 2r" bench/write-path-bench.sh
 #
+# PROFILE=1 adds, per server and job, the syscalls per write (strace -c).
 # Knobs: RUNTIME [5] seconds per fio run; SERVERS ["nbdkit qemu-nbd 1r 2r
 # 3r 2r-pin"]; VOLSIZE [1G]; PINGPONG [build/bench/pingpong].  The machine
 # is shared with the client and every replica: the load average before and
@@ -61,6 +62,7 @@ declare -A R=()
 SRV_PIDS=()     # every process of the running server (all replicas)
 SRV_URI=        # where the client connects
 SRV_FILES=()    # backing files, synced between runs
+SRV_DIRS=()     # removed when the server stops (a next cluster starts fresh)
 CLIENT_CPU=()   # taskset prefix of the client (2r-pin)
 
 # cpu_ticks PID...: utime + stime of the processes, all threads, in ticks.
@@ -93,6 +95,7 @@ start_nbdkit() {
 	track_pid "$!"
 	SRV_URI="nbd+unix:///?socket=$d/sock"
 	SRV_FILES=("$d/img")
+	SRV_DIRS=("$d")
 }
 
 start_qemu_nbd() {
@@ -104,6 +107,7 @@ start_qemu_nbd() {
 	track_pid "$!"
 	SRV_URI="nbd+unix:///?socket=$d/sock"
 	SRV_FILES=("$d/img")
+	SRV_DIRS=("$d")
 }
 
 start_1r() {
@@ -112,6 +116,7 @@ start_1r() {
 	SRV_PIDS=("$(replagentd_pid 1r)")
 	SRV_URI=$NBD_URI
 	SRV_FILES=("$BACKING")
+	SRV_DIRS=("$TESTDIR/1r")
 	fill "$SRV_URI"
 }
 
@@ -124,9 +129,11 @@ start_nr() {
 	start_in_sync "${nodes[@]}"
 	SRV_PIDS=()
 	SRV_FILES=()
+	SRV_DIRS=()
 	for n in "${nodes[@]}"; do
 		SRV_PIDS+=("$(replagentd_pid "$n")")
 		SRV_FILES+=("${NODE_BACKING[$n]}")
+		SRV_DIRS+=("${NODE_DIR[$n]}")
 	done
 	if [ "${2:-}" = pin ]; then
 		taskset -a -cp 0 "${SRV_PIDS[0]}" >/dev/null
@@ -168,7 +175,7 @@ stop_server() {
 		# 143: nbdkit and qemu-nbd exit by the signal.
 		[ "$st" = 0 ] || [ "$st" = 143 ] || log "$1: pid $p exited with $st"
 	done
-	rm -rf -- "${SRV_FILES[@]}"
+	rm -rf -- "${SRV_DIRS[@]}"
 	SRV_PIDS=()
 }
 
@@ -201,6 +208,31 @@ print("%.0f %.1f %.1f %.0f" % (rate, lat,
 	read -r "R[$s|$j|rate]" "R[$s|$j|lat]" "R[$s|$j|cpu]" "R[$s|$j|idle]" <<<"$vals"
 	log "$(printf '%-8s %-22s %s' "$s" "${JOB_NAME[$j]}" "$vals")"
 	sync "${SRV_FILES[@]}"
+}
+
+# profile_job SERVER JOB: with PROFILE=1, one more run of JOB under
+# strace -c -f on every server process: syscalls per write, summed over
+# the nodes (strace slows everything down: these runs give no figures).
+profile_job() {
+	local s=$1 j=$2 p args=() spid out n
+	[ "${PROFILE:-0}" = 1 ] || return 0
+	command -v strace >/dev/null || { log "no strace: no profile"; return 0; }
+	for p in "${SRV_PIDS[@]}"; do args+=(-p "$p"); done
+	strace -c -f -q -o "$TESTDIR/strace.out" "${args[@]}" &
+	spid=$!
+	sleep 1
+	# shellcheck disable=SC2086 # JOB_ARGS are words
+	out=$(fio --name="$j" --ioengine=nbd --uri="$SRV_URI" ${JOB_ARGS[$j]} --numjobs=1 \
+		--time_based --runtime="$RUNTIME" --output-format=json 2>/dev/null)
+	kill -INT "$spid"
+	wait "$spid"
+	n=$("$PYTHON" -c 'import json, sys
+s = sys.stdin.read()
+print(json.loads(s[s.index("{"):])["jobs"][0]["write"]["total_ios"])' <<<"$out") || return 0
+	echo "== syscalls per write, $s, ${JOB_NAME[$j]} (strace -c -f, all nodes, $n writes)"
+	awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 { c = $4; name = $NF
+		if (c / n >= 0.05) printf "  %-20s %8.2f\n", name, c / n }' "$TESTDIR/strace.out" |
+		sort -k2 -rn
 }
 
 # v SERVER JOB WHAT: a cell, or n/a.
@@ -291,6 +323,7 @@ main() {
 		log "$s: starting"
 		start_server "$s"
 		for j in "${JOBS[@]}"; do run_job "$s" "$j"; done
+		for j in "${JOBS[@]}"; do profile_job "$s" "$j"; done
 		stop_server "$s"
 	done
 	pp=$(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '?')
