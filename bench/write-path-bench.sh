@@ -13,7 +13,8 @@
 #     has no fdatasync), QD1: IOPS, latency (write + flush, 1e6 / IOPS)
 # and for each: the server's CPU time per write (utime + stime of every
 # server process from /proc/PID/stat before and after the run, over the
-# writes fio completed) and the machine's idle % over the run (from
+# writes fio completed), its minor page faults per write (/proc/PID/stat
+# too) and the machine's idle % over the run (from
 # /proc/stat, what mpstat reports as %idle).  Also measured in the same run:
 # the TCP loopback round trip (bench/pingpong: 4 KiB out, 16 B back, two
 # processes, median and p99) and a 4k pwrite into the page cache (fio psync,
@@ -24,7 +25,7 @@
 #
 # PROFILE=1 adds, per server and job, the syscalls per write (strace -c).
 # Knobs: RUNTIME [5] seconds per fio run; SERVERS ["nbdkit qemu-nbd 1r 2r
-# 3r 2r-pin"]; VOLSIZE [1G]; PINGPONG [build/bench/pingpong].  The machine
+# 3r 2r-pin"]; JOBS ["qd1 qd32 seq sync"]; VOLSIZE [1G]; PINGPONG [build/bench/pingpong].  The machine
 # is shared with the client and every replica: the load average before and
 # after is printed, and the numbers move with it.
 # shellcheck source=tests/functions.sh
@@ -42,7 +43,7 @@ read -r -a SERVER_LIST <<<"${SERVERS:-nbdkit qemu-nbd 1r 2r 3r 2r-pin}"
 TICK=$(getconf CLK_TCK)
 
 # job id -> fio arguments; JOBS is the row order.
-JOBS=(qd1 qd32 seq sync)
+read -r -a JOBS <<<"${JOBS:-qd1 qd32 seq sync}"
 declare -A JOB_ARGS=(
 	[qd1]="--rw=randwrite --bs=4k --iodepth=1"
 	[qd32]="--rw=randwrite --bs=4k --iodepth=32"
@@ -56,7 +57,8 @@ declare -A JOB_NAME=(
 	[sync]="4k write+FLUSH QD1"
 )
 # "SERVER|JOB|what" -> value; what: rate (IOPS, or MB/s for seq), lat (us),
-# cpu (us of server CPU per write), idle (%).
+# cpu (us of server CPU per write), flt (minor page faults of the server
+# per write), idle (%).
 declare -A R=()
 
 SRV_PIDS=()     # every process of the running server (all replicas)
@@ -72,6 +74,17 @@ cpu_ticks() {
 		# Fields after the ")" of comm: state is $1, utime $12, stime $13.
 		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
 		t=$((t + $(awk '{ print $12 + $13 }' <<<"$f")))
+	done
+	echo "$t"
+}
+
+# minflt PID...: minor page faults of the processes so far (a buffer that
+# malloc maps afresh faults once per page).
+minflt() {
+	local p t=0 f
+	for p in "$@"; do
+		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
+		t=$((t + $(awk '{ print $8 }' <<<"$f")))
 	done
 	echo "$t"
 }
@@ -181,7 +194,8 @@ stop_server() {
 
 # run_job SERVER JOB: one fio run, CPU and idle around it, into R.
 run_job() {
-	local s=$1 j=$2 c0 c1 i0 i1 out vals
+	local s=$1 j=$2 c0 c1 i0 i1 f0 f1 out vals
+	f0=$(minflt "${SRV_PIDS[@]}")
 	c0=$(cpu_ticks "${SRV_PIDS[@]}")
 	i0=$(cpu_idle)
 	# shellcheck disable=SC2086 # JOB_ARGS are words
@@ -192,20 +206,21 @@ run_job() {
 		return 0
 	}
 	c1=$(cpu_ticks "${SRV_PIDS[@]}")
+	f1=$(minflt "${SRV_PIDS[@]}")
 	i1=$(cpu_idle)
 	vals=$("$PYTHON" -c '
 import json, sys
 s = sys.stdin.read()
 w = json.loads(s[s.index("{"):])["jobs"][0]["write"]  # after "fio: connected..."
-c0, c1, tick, i0, t0, i1, t1 = map(float, sys.argv[1:8])
+c0, c1, tick, i0, t0, i1, t1, f0, f1 = map(float, sys.argv[1:8] + sys.argv[9:11])
 n = max(w["total_ios"], 1)
 rate = w["bw_bytes"] / 1e6 if sys.argv[8] == "seq" else w["iops"]
 # with a FLUSH after each write: the whole cycle, 1e6 / IOPS
 lat = 1e6 / w["iops"] if sys.argv[8] == "sync" and w["iops"] else w["lat_ns"]["mean"] / 1e3
-print("%.0f %.1f %.1f %.0f" % (rate, lat,
-      (c1 - c0) / tick * 1e6 / n, 100 * (i1 - i0) / max(t1 - t0, 1)))
-' "$c0" "$c1" "$TICK" $i0 $i1 "$j" <<<"$out") || { log "$s $j: no fio result"; return 0; }
-	read -r "R[$s|$j|rate]" "R[$s|$j|lat]" "R[$s|$j|cpu]" "R[$s|$j|idle]" <<<"$vals"
+print("%.0f %.1f %.1f %.0f %.1f" % (rate, lat,
+      (c1 - c0) / tick * 1e6 / n, 100 * (i1 - i0) / max(t1 - t0, 1), (f1 - f0) / n))
+' "$c0" "$c1" "$TICK" $i0 $i1 "$j" "$f0" "$f1" <<<"$out") || { log "$s $j: no fio result"; return 0; }
+	read -r "R[$s|$j|rate]" "R[$s|$j|lat]" "R[$s|$j|cpu]" "R[$s|$j|idle]" "R[$s|$j|flt]" <<<"$vals"
 	log "$(printf '%-8s %-22s %s' "$s" "${JOB_NAME[$j]}" "$vals")"
 	sync "${SRV_FILES[@]}"
 }
@@ -257,11 +272,12 @@ print_table() {
 	for s in "${SERVER_LIST[@]}"; do printf ' %9s' "$s"; done
 	printf '\n'
 	for j in "${JOBS[@]}"; do
-		for what in rate lat cpu idle; do
+		for what in rate lat cpu flt idle; do
 			case $what in
 			rate) unit=IOPS; [ "$j" = seq ] && unit=MB/s ;;
 			lat) unit="mean latency, us"; [ "$j" = qd32 ] || [ "$j" = seq ] && continue ;;
 			cpu) unit="server CPU/write, us" ;;
+			flt) unit="server page faults/write" ;;
 			idle) unit="idle %" ;;
 			esac
 			row=$(printf '%-34s' "${JOB_NAME[$j]}, $unit")

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "bufpool.h"
 #include "log.h"
 #include "repl_int.h"
 #include "resize.h"
@@ -107,4 +108,5 @@ void repl_engine_free(struct repl_engine *eng)
 	}
 	repl__nbd_notify_free(eng);
 	free(eng);
+	repl__buf_drain();
 }

@@ -34,6 +34,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "log.h"
 #include "meta.h"
 #include "nbd-protocol.h"
@@ -1147,7 +1148,7 @@ static int link_read(struct peer_link *l)
 					 "authentication", wire_type_name(l->h.type), l->h.length);
 				return -EPROTO;
 			}
-			l->payload = malloc(l->h.length ? l->h.length : 1);
+			l->payload = repl__buf_get(l->h.length);
 			if (!l->payload)
 				return -ENOMEM;
 			l->pay_have = 0;
