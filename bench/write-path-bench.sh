@@ -345,7 +345,7 @@ main() {
 	pp=$(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '?')
 	echo
 	echo "== write path, fio nbd engine (libnbd, Unix socket), ${RUNTIME}s per run, $VOLSIZE pre-filled volume"
-	echo "replagentd $pp; $(nproc) CPUs shared by client and servers; load now $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "replagentd $REPLAGENTD (source tree $pp); $(nproc) CPUs shared by client and servers; load now $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo "TCP loopback round trip (pingpong, 4 KiB out, 16 B back): median $rtt us, p99 $rtt99 us"
 	echo "4k pwrite into the page cache (fio psync QD1, mean): $pw us"
 	print_table
