@@ -155,48 +155,6 @@ int full_write(int fd, const void *buf, size_t len)
 	return 0;
 }
 
-/* CRC32C (Castagnoli), slicing-by-8 over a table built on first use. */
-static uint32_t crc_table[8][256];
-static int crc_ready;
-
-static void crc_init(void)
-{
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-		for (int k = 0; k < 8; k++)
-			c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
-		crc_table[0][i] = c;
-	}
-	for (uint32_t i = 0; i < 256; i++)
-		for (int t = 1; t < 8; t++)
-			crc_table[t][i] = (crc_table[t - 1][i] >> 8) ^
-					  crc_table[0][crc_table[t - 1][i] & 0xff];
-	__atomic_store_n(&crc_ready, 1, __ATOMIC_RELEASE);
-}
-
-uint32_t crc32c(uint32_t crc, const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-
-	if (!__atomic_load_n(&crc_ready, __ATOMIC_ACQUIRE))
-		crc_init();
-	crc = ~crc;
-	while (len >= 8) {
-		uint64_t v;
-		memcpy(&v, p, 8);
-		v = le64toh(v) ^ crc;
-		crc = crc_table[7][v & 0xff] ^ crc_table[6][(v >> 8) & 0xff] ^
-		      crc_table[5][(v >> 16) & 0xff] ^ crc_table[4][(v >> 24) & 0xff] ^
-		      crc_table[3][(v >> 32) & 0xff] ^ crc_table[2][(v >> 40) & 0xff] ^
-		      crc_table[1][(v >> 48) & 0xff] ^ crc_table[0][v >> 56];
-		p += 8;
-		len -= 8;
-	}
-	while (len--)
-		crc = crc_table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
 uint64_t now_mono_ns(void)
 {
 	struct timespec ts;

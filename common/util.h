@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "crc32c.h"	/* crc32c(): once declared here, most callers still include util.h */
+
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 #define MAX(a, b) ((a) > (b) ? (a) : (b))
@@ -29,7 +31,6 @@ int full_pwrite(int fd, const void *buf, size_t len, off_t off);
 int full_read(int fd, void *buf, size_t len);
 int full_write(int fd, const void *buf, size_t len);
 
-uint32_t crc32c(uint32_t crc, const void *buf, size_t len);
 
 uint64_t now_mono_ns(void);
 uint64_t now_mono_ms(void);

@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "bufpool.h"
 #include "log.h"
 #include "nbd_tls.h"
 #include "repl_int.h"
@@ -109,4 +110,5 @@ void repl_engine_free(struct repl_engine *eng)
 	repl__nbd_notify_free(eng);
 	repl__nbd_tls_creds_free(eng->nbd_tls);
 	free(eng);
+	repl__buf_drain();
 }

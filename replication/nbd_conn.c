@@ -45,6 +45,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "log.h"
 #include "nbd-protocol.h"
 #include "nbd_meta.h"
@@ -253,7 +254,7 @@ static uint32_t errno_to_nbd(int err)
 
 static void req_free(struct nbd_req *req)
 {
-	free(req->io.buf);
+	repl__buf_put(req->io.buf);
 	free(req);
 }
 
@@ -275,7 +276,7 @@ static struct nbd_req *req_new(struct nbd_conn *c, uint64_t cookie, uint16_t typ
 
 	if (!req)
 		return NULL;
-	if (buflen && !(req->io.buf = malloc(buflen))) {
+	if (buflen && !(req->io.buf = repl__buf_get(buflen))) {
 		free(req);
 		return NULL;
 	}

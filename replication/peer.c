@@ -34,8 +34,10 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bufpool.h"
 #include "log.h"
 #include "meta.h"
+#include "nbd-protocol.h"
 #include "peer.h"
 #include "resize.h"
 #include "util.h"
@@ -244,19 +246,31 @@ int repl__peer_send_msg(struct peer *p, const struct wire_msg *m)
 
 /* A write larger than a frame goes as several frames with the same seq;
  * returns how many (each is acknowledged), or -errno. */
-static int send_write_chunks(struct peer *p, const struct repl_io *io, uint64_t seq,
-			     uint32_t fua)
+static int send_write_chunks(struct peer *p, struct vwrite *w, uint32_t fua)
 {
-	struct wire_msg m = { .type = WIRE_WRITE, .seq = seq };
+	const struct repl_io *io = w->io;
+	struct wire_msg m = { .type = WIRE_WRITE, .seq = w->seq };
 	uint32_t done = 0;
 	int n = 0, r;
 
+	_Static_assert(NBD_MAX_PAYLOAD <= VWRITE_MAX_FRAMES * (uint64_t)WIRE_DATA_MAX,
+		       "a guest write has more WRITE frames than vwrite keeps CRCs of");
 	if (!p->l)
 		return -ENOTCONN;
 	while (done < io->len) {
 		uint32_t len = MIN(io->len - done, WIRE_DATA_MAX);
 		const uint8_t *data = (const uint8_t *)io->buf + done;
 		m.u.write = (struct wire_write){ io->offset + done, len, fua, data };
+		/* The payload (offset, length, flags, data) is the same for
+		 * every peer, so is its CRC: sum it once per write. */
+		if (n < VWRITE_MAX_FRAMES) {
+			if ((unsigned)n >= w->crc_n) {
+				w->crc[n] = wire_payload_crc(&m);
+				w->crc_n = (unsigned)n + 1;
+			}
+			m.u.write.have_crc = true;
+			m.u.write.payload_crc = w->crc[n];
+		}
 		r = link_send(p->l, &m, data, len, NULL);
 		if (r < 0)
 			return r;
@@ -275,7 +289,7 @@ int repl__peer_send_io(struct peer *p, struct vwrite *w)
 
 	switch (io->op) {
 	case REPL_IO_WRITE:
-		return send_write_chunks(p, io, w->seq, fua);
+		return send_write_chunks(p, w, fua);
 	case REPL_IO_FLUSH:
 		m.type = WIRE_FLUSH;
 		break;
@@ -1134,7 +1148,7 @@ static int link_read(struct peer_link *l)
 					 "authentication", wire_type_name(l->h.type), l->h.length);
 				return -EPROTO;
 			}
-			l->payload = malloc(l->h.length ? l->h.length : 1);
+			l->payload = repl__buf_get(l->h.length);
 			if (!l->payload)
 				return -ENOMEM;
 			l->pay_have = 0;

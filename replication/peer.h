@@ -67,6 +67,9 @@ struct peer {
  * replica.  It completes when every part is done: local I/O, each peer's
  * acknowledgement, and the bitmap flush that records what an absent peer
  * misses. */
+/* WRITE frames of one guest write: NBD_MAX_PAYLOAD / WIRE_DATA_MAX. */
+#define VWRITE_MAX_FRAMES 8
+
 struct vwrite {
 	struct repl_volume *vol;
 	struct repl_io *io;		/* the caller's request */
@@ -90,6 +93,10 @@ struct vwrite {
 	bool local_busy;		/* its local write is running */
 	bool start_after_flush;		/* its activity-log bits are being written */
 	uint64_t sent_ns;		/* sent to the peers (stats.h) */
+	/* The payload CRC of each of its WRITE frames, computed while sending
+	 * to the first peer and reused for the others (crc_n known so far). */
+	uint32_t crc[VWRITE_MAX_FRAMES];
+	unsigned crc_n;
 };
 
 /* peer.c */

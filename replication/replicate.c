@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bufpool.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -729,7 +730,7 @@ static void apply_done(struct repl_io *io)
 			   a->p->node);
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);
-	free(a->mem);
+	repl__buf_put(a->mem);
 	free(a);
 	apply_unblock(vol);
 }

@@ -711,11 +711,27 @@ ssize_t wire_encode_prefix(const struct wire_msg *m, uint8_t *buf, size_t cap)
 		return -ENOBUFS;
 	if (t->enc)
 		t->enc(m, buf + WIRE_HDR_LEN);
-	crc = crc32c(0, buf + WIRE_HDR_LEN, t->fixed);
-	if (t->data)
-		crc = crc32c(crc, m->u.write.data, m->u.write.len);
+	if (t->data && m->u.write.have_crc) {
+		crc = m->u.write.payload_crc;
+	} else {
+		crc = crc32c(0, buf + WIRE_HDR_LEN, t->fixed);
+		if (t->data)
+			crc = crc32c(crc, m->u.write.data, m->u.write.len);
+	}
 	hdr_encode(buf, m->type, (uint32_t)((size_t)total - WIRE_HDR_LEN), m->seq, crc);
 	return (ssize_t)prefix;
+}
+
+uint32_t wire_payload_crc(const struct wire_msg *m)
+{
+	uint8_t prefix[WIRE_CONTROL_FRAME_MAX];
+	struct wire_msg plain = *m;
+
+	if (plain.type == WIRE_WRITE || plain.type == WIRE_RS_DATA)
+		plain.u.write.have_crc = false;
+	if (wire_encode_prefix(&plain, prefix, sizeof(prefix)) < 0)
+		return 0;
+	return get32(prefix + 24);
 }
 
 ssize_t wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)

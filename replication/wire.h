@@ -135,6 +135,11 @@ struct wire_write {
 	uint32_t len;			/* 1..WIRE_DATA_MAX */
 	uint32_t flags;			/* WRITE: WIRE_WF_FUA; RS_DATA: 0 */
 	const uint8_t *data;
+	/* Encoding only: the frame's payload CRC when the caller has it
+	 * already (wire_payload_crc(), once for every peer it sends the same
+	 * frame to); decoding leaves have_crc false. */
+	bool have_crc;
+	uint32_t payload_crc;
 };
 
 /* WRITE_ACK and FLUSH_ACK. */
@@ -235,6 +240,10 @@ ssize_t wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap);
  * m->u.write.data after it (writev, no copy); the CRC already covers it.
  * For other types the same as wire_encode. */
 ssize_t wire_encode_prefix(const struct wire_msg *m, uint8_t *buf, size_t cap);
+/* The payload CRC that encoding m puts in its header (m must be valid):
+ * for a WRITE sent to several peers, computed once and passed back in
+ * m->u.write.payload_crc with have_crc. */
+uint32_t wire_payload_crc(const struct wire_msg *m);
 
 /* ---- authentication handshake ----------------------------------------
  *
