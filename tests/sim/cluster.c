@@ -267,6 +267,27 @@ static void clear_outdated(void)
 	}
 }
 
+/* A new Primary writes without the replicas it is not connected to: the
+ * cluster records them Outdated at once (fencing at promotion; the
+ * engine's outdate hook covers only peers lost while Primary). */
+static void outdate_absent(int p)
+{
+	struct repl_volume_status st;
+
+	repl_volume_status(nodes[p].vol, &st);
+	for (unsigned k = 0; k < st.n_peers; k++) {
+		int j = st.peers[k].node[1] - '0';
+		enum repl_link_state l = st.peers[k].link;
+
+		if (l == REPL_LINK_CONNECTED || l == REPL_LINK_SYNC_SOURCE || cm_outdated[j])
+			continue;
+		trace("cm: n%d is not connected to the new Primary: Outdated", j);
+		cm_outdated[j] = true;
+		if (nodes[j].alive && reachable(p, j))
+			ON(j, repl_volume_mark_outdated(nodes[j].vol));
+	}
+}
+
 static void roles(void)
 {
 	char why[200];
@@ -307,6 +328,7 @@ static void roles(void)
 			continue;
 		}
 		trace("cm: promoted n%d%s", i, bootstrapped ? "" : " (bootstrap, forced)");
+		outdate_absent(i);
 		if (bootstrapped)
 			failovers++;
 		bootstrapped = true;

@@ -83,7 +83,7 @@ void fail(const char *kind, const char *fmt, ...)
 	va_end(ap);
 	printf("\n  replay: replsim --seed %" PRIu64 " --trace\n", run_seed);
 	fflush(stdout);
-	_exit(kind[0] == 'l' ? 3 : 1);	/* "liveness" */
+	_exit(strcmp(kind, "liveness") ? 1 : 3);
 }
 
 static void add_ver(unsigned b, struct op *o, uint64_t id)
@@ -203,8 +203,6 @@ static uint8_t in_sync_holders(int node)
 	return h;
 }
 
-static void schedule_next(void);
-
 static void op_done(struct repl_io *io)
 {
 	struct op *o = (struct op *)io;
@@ -238,8 +236,6 @@ static void op_done(struct repl_io *io)
 			o->holders = in_sync_holders(o->node);
 		}
 	}
-	if (running)
-		schedule_next();
 }
 
 static struct op *op_new(enum op_type t, unsigned b, unsigned nb)
@@ -328,6 +324,8 @@ static void issue_one(void)
 	submit(o, p);
 }
 
+static void schedule_next(void);
+
 static void issue_ev(void *a, uint64_t b)
 {
 	(void)a;
@@ -340,7 +338,7 @@ static void issue_ev(void *a, uint64_t b)
 
 static void schedule_next(void)
 {
-	sim_at(sim_now + rnd_below(20 * SIM_MS), -1, issue_ev, NULL, 0);
+	sim_at(sim_now + 2 * SIM_MS + rnd_below(60 * SIM_MS), -1, issue_ev, NULL, 0);
 }
 
 void workload_start(void)

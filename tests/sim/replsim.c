@@ -25,9 +25,10 @@
 #include "sys.h"
 
 unsigned max_failovers = 2;
-static uint64_t run_len = 20000 * SIM_MS;
+static uint64_t run_len = 8000 * SIM_MS;
 static unsigned n_faults;
-static bool sweeping;	/* only failures are printed */
+static bool sweeping;
+static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */	/* only failures are printed */
 
 static void log_sink(int level, const char *msg, void *data)
 {
@@ -114,6 +115,8 @@ static void fault_ev(void *a, uint64_t b)
 		sim_at(sim_now + dur, -1, restart_ev, NULL, (uint64_t)i);
 		sim_at(sim_now + 100 * SIM_MS + rnd_below(1500 * SIM_MS), -1, cm_tick, NULL, 0);
 	} else if (k < 72) {
+		if (no_eio)
+			return;
 		sim_diskcfg.eio_permille[i] = 20 + (unsigned)rnd_below(300);
 		trace("FAULT n%d's disk fails %u/1000 writes and flushes for %.3f s", i,
 		      sim_diskcfg.eio_permille[i], (double)dur / 1e9);
@@ -168,8 +171,9 @@ static void dump_status(void)
 		printf("  n%d: %s %s%s%s", i, st.role, st.disk, st.io_frozen ? " frozen" : "",
 		       cm_outdated_node(i) ? " (cluster: Outdated)" : "");
 		for (unsigned k = 0; k < st.n_peers; k++)
-			printf("; %s %s %s%s%s%s", st.peers[k].node, st.peers[k].link_name,
-			       st.peers[k].peer_disk, st.peers[k].in_sync ? " in-sync" : "",
+			printf("; %s %s %s oos=%" PRIu64 "%s%s%s", st.peers[k].node,
+			       st.peers[k].link_name, st.peers[k].peer_disk,
+			       st.peers[k].out_of_sync_bytes, st.peers[k].in_sync ? " in-sync" : "",
 			       st.peers[k].reason[0] ? " why: " : "", st.peers[k].reason);
 		printf("\n");
 	}
@@ -288,6 +292,8 @@ int main(int argc, char **argv)
 
 		if (!strcmp(a, "--trace")) {
 			sim_tracing = true;
+		} else if (!strcmp(a, "--no-eio")) {
+			no_eio = true;
 		} else if (!strcmp(a, "--seed") && v) {
 			seed = strtoull(v, NULL, 0);
 			i++;
@@ -308,7 +314,7 @@ int main(int argc, char **argv)
 			i++;
 		} else {
 			fprintf(stderr, "usage: replsim --seed N [--trace] | --runs K [--from S] "
-				"[-j J]  [--failovers F] [--time MS]\n");
+				"[-j J]  [--failovers F] [--time MS] [--no-eio]\n");
 			return 2;
 		}
 	}

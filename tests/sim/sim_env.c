@@ -319,6 +319,9 @@ static void sweep(void)
 			if (!ready)
 				continue;
 			sim_cur = r->node;
+			if (round > 99990)
+				trace("sweep: fd %d ready %#x events %#x", SIM_FD_BASE + i, ready,
+				      r->events);
 			r->fn(r->arg, SIM_FD_BASE + i, ready);
 			sim_cur = -1;
 			progress = true;

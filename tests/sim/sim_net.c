@@ -260,7 +260,7 @@ int simnet_connect(const char *host, const char *port)
 	if (to < 0)
 		return -EHOSTUNREACH;
 	fd = sk_new(sim_cur, SK_CONNECTING);
-	sim_at(sim_now + delay(), to, connect_arrive, (void *)(intptr_t)fd, (uint64_t)to);
+	sim_at(sim_now + delay(), -1, connect_arrive, (void *)(intptr_t)fd, (uint64_t)to);
 	return fd;
 }
 
