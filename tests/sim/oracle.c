@@ -287,6 +287,7 @@ static void issue_one(void)
 	t = r < 50 ? OP_WRITE : r < 58 ? OP_FLUSH : r < 63 ? OP_TRIM : r < 68 ? OP_ZERO : OP_READ;
 	if (t == OP_FLUSH) {
 		o = op_new(t, 0, 0);
+		o->io.op = REPL_IO_FLUSH;
 		o->flush_cover = ack_counter;
 		submit(o, p);
 		return;

@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdint.h>
 #include <linux/falloc.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -140,6 +141,8 @@ static bool eio(void)
 
 static void make_durable(struct vfile *f)
 {
+	if (f->pend)
+		trace("disk: %s durable", f->path ? f->path : "(unlinked)");
 	memcpy(f->durable, f->cache, f->size);
 	pend_clear(f);
 }
@@ -310,6 +313,8 @@ static ssize_t d_pwritev2(int fd, const void *buf, size_t len, off_t off, int rw
 		return -1;
 	}
 	write_at(f, buf, len, (uint64_t)off);
+	if (!strcmp(f->path ? f->path : "", "/d/v.img"))
+		trace("disk: write %s at %jd+%zu", f->path, (intmax_t)off, len);
 	if (rwflags & RWF_DSYNC)
 		make_durable(f);
 	return (ssize_t)len;
