@@ -227,8 +227,11 @@ static void op_done(struct repl_io *io)
 		o->acked = true;
 		check_gen(o->node);
 		if (o->type == OP_FLUSH) {
+			/* what the flushing Primary still holds (a write lost
+			 * with a power loss before the flush stays lost) */
 			for (unsigned i = 0; i < n_ops; i++)
-				if (ops[i]->acked && ops[i]->ack_seq <= o->flush_cover)
+				if (ops[i]->acked && ops[i]->ack_seq <= o->flush_cover &&
+				    (ops[i]->holders & (1u << o->node)))
 					ops[i]->durable = true;
 		} else {
 			o->ack_seq = ++ack_counter;
