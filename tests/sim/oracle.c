@@ -26,7 +26,6 @@
 #include "repl_int.h"
 #include "replsim.h"
 
-uint64_t run_seed;
 unsigned stat_ops, stat_acked, stat_failed;
 
 enum op_type { OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO, OP_READ };

@@ -246,8 +246,13 @@ static int sweep(uint64_t from, uint64_t runs, unsigned jobs)
 {
 	unsigned running = 0, bad = 0, live = 0;
 	uint64_t next = from, done = 0;
+	pid_t pids[64];
+	uint64_t seeds[64];
 
+	if (jobs > 64)
+		jobs = 64;
 	while (done < runs) {
+		uint64_t seed = 0;
 		int st;
 		pid_t pid;
 
@@ -263,19 +268,28 @@ static int sweep(uint64_t from, uint64_t runs, unsigned jobs)
 				run(s);
 				_exit(0);
 			}
-			running++;
+			pids[running] = pid;
+			seeds[running++] = s;
 		}
 		pid = wait(&st);
 		if (pid < 0)
 			break;
-		running--;
+		for (unsigned k = 0; k < running; k++) {
+			if (pids[k] == pid) {
+				seed = seeds[k];
+				pids[k] = pids[running - 1];
+				seeds[k] = seeds[running - 1];
+				running--;
+				break;
+			}
+		}
 		done++;
 		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
 			continue;
 		(WIFEXITED(st) && WEXITSTATUS(st) == 3) ? live++ : bad++;
 		if (!WIFEXITED(st))
-			printf("a run died of signal %d (the seed is the last one started "
-			       "without a result above)\n", WTERMSIG(st));
+			printf("seed %" PRIu64 ": VIOLATION crash: the run died of signal %d\n",
+			       seed, WTERMSIG(st));
 	}
 	printf("replsim: %" PRIu64 " runs from seed %" PRIu64 ": %u violated an invariant, %u "
 	       "did not settle\n", runs, from, bad, live);

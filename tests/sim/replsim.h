@@ -41,7 +41,6 @@ void workload_start(void);
 void workload_stop(void);
 unsigned workload_pending(void);
 void oracle_final(void);
-extern uint64_t run_seed;
 extern unsigned stat_ops, stat_acked, stat_failed;
 
 #endif

@@ -21,6 +21,7 @@
 
 /* ---- clock, PRNG, trace, events (sim_env.c) ---- */
 extern uint64_t sim_now;		/* ns */
+extern uint64_t run_seed;
 extern bool sim_tracing;
 extern int sim_cur;			/* node whose code runs now, -1: none */
 

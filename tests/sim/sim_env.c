@@ -8,6 +8,7 @@
  * ready is a livelock and ends the run. */
 #include "config.h"
 
+#include <inttypes.h>
 #include <poll.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -20,6 +21,7 @@
 #include "sys.h"
 
 uint64_t sim_now;
+uint64_t run_seed;
 bool sim_tracing;
 int sim_cur = -1;
 
@@ -329,7 +331,9 @@ static void sweep(void)
 		if (!progress)
 			return;
 	}
-	printf("VIOLATION livelock: an fd stays ready and its handler never consumes it\n");
+	printf("seed %" PRIu64 ": VIOLATION livelock at t=%.6f: an fd stays ready and its "
+	       "handler never consumes it\n  replay: replsim --seed %" PRIu64 " --trace\n",
+	       run_seed, (double)sim_now / 1e9, run_seed);
 	fflush(stdout);
 	_exit(1);
 }
