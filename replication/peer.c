@@ -424,6 +424,13 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 		link_close(p->l);
 		p->l = NULL;
 	}
+	/* A connection being made goes too: left, it would become a second
+	 * link of this peer once the next attempt also succeeds. */
+	if (p->cfd >= 0) {
+		repl__fd_del(p->vol->eng, p->cfd);
+		repl__sys->close(p->cfd);
+		p->cfd = -1;
+	}
 	p->conn = PC_IDLE;
 	if (was_up) {
 		repl__verify_peer_down(p);
