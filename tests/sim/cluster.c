@@ -26,6 +26,9 @@ unsigned failovers;
 static bool cm_outdated[SIM_NODES];
 static bool seen[SIM_NODES][SIM_NODES];
 static bool bootstrapped;
+/* the node the cluster promoted last, crashed or not: any other Primary
+ * is stale (it was cut off while this one was promoted) */
+static int last_promoted = -1;
 
 struct outdate_req {
 	int from, lost;
@@ -80,6 +83,12 @@ static bool try_outdate(struct outdate_req *r)
 	}
 	if (!quorate_side(side[r->from]))
 		return false;
+	if (r->from != last_promoted) {
+		/* a stale Primary's request: refused, it steps down */
+		trace("cm: n%d is not the Primary the cluster knows: outdate refused", r->from);
+		r->pending = false;
+		return true;
+	}
 	if (!cm_outdated[lost])
 		trace("cm: n%d records n%d Outdated", r->from, lost);
 	cm_outdated[lost] = true;
@@ -303,8 +312,9 @@ static void roles(void)
 		if (!nodes[i].alive || side[i] != qs || i == cm_primary ||
 		    repl_volume_role(nodes[i].vol) != REPL_PRIMARY)
 			continue;
-		if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs) {
-			trace("cm: n%d is Primary beside n%d: step down", i, cm_primary);
+		if (i != last_promoted) {
+			trace("cm: n%d is a stale Primary (n%d was promoted since): step down", i,
+			      last_promoted);
 			ON(i, repl_volume_step_down(nodes[i].vol));
 		} else {
 			cm_primary = i;	/* it kept the role through a short cut */
@@ -333,6 +343,7 @@ static void roles(void)
 			failovers++;
 		bootstrapped = true;
 		cm_primary = i;
+		last_promoted = i;
 		oracle_promoted(i);
 		return;
 	}
@@ -364,6 +375,7 @@ void cluster_init(unsigned replicas)
 	memset(cm_outdated, 0, sizeof(cm_outdated));
 	memset(oreq, 0, sizeof(oreq));
 	cm_primary = -1;
+	last_promoted = -1;
 	failovers = 0;
 	bootstrapped = false;
 	sim_reachable = reachable;
