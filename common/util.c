@@ -155,10 +155,22 @@ int full_write(int fd, const void *buf, size_t len)
 	return 0;
 }
 
+/* The simulator's clock and random source (util_set_sources), or NULL. */
+static uint64_t (*sim_now_ns)(void);
+static int (*sim_random)(void *buf, size_t len);
+
+void util_set_sources(uint64_t (*now_ns)(void), int (*random)(void *buf, size_t len))
+{
+	sim_now_ns = now_ns == now_mono_ns ? NULL : now_ns;
+	sim_random = random;
+}
+
 uint64_t now_mono_ns(void)
 {
 	struct timespec ts;
 
+	if (sim_now_ns)
+		return sim_now_ns();
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
@@ -169,6 +181,8 @@ int random_bytes(void *buf, size_t len)
 {
 	char *p = buf;
 
+	if (sim_random)
+		return sim_random(buf, len);
 	while (len > 0) {
 		ssize_t n = getrandom(p, len, 0);
 		if (n < 0) {

@@ -1,5 +1,6 @@
 /* util.h: small helpers shared by the engine and the agent: size parsing,
- * whole-buffer I/O, CRC32C, time, byte order.  No global state. */
+ * whole-buffer I/O, CRC32C, time, byte order.  No global state but the
+ * simulator's clock and random source (util_set_sources). */
 #ifndef REPL_COMMON_UTIL_H
 #define REPL_COMMON_UTIL_H
 
@@ -37,6 +38,10 @@ uint64_t now_mono_ms(void);
 
 /* Fills buf with random bytes from getrandom(); 0 or -errno. */
 int random_bytes(void *buf, size_t len);
+/* The engine's simulator (tests/sim, through repl_sys_set) replaces the
+ * monotonic clock and the random source of the whole process; NULL: the
+ * real ones. */
+void util_set_sources(uint64_t (*now_ns)(void), int (*random)(void *buf, size_t len));
 /* Formats a 16-byte UUID as 36 characters plus NUL. */
 void uuid_format(const uint8_t uuid[16], char out[37]);
 

@@ -11,7 +11,12 @@
  * A pool starts with one worker and grows, up to its size, only when a
  * request is queued while more are waiting than workers are idle: an idle
  * volume costs one thread, not io-threads of them (hundreds of volumes on
- * a node).  Workers are not retired; the pool keeps what a burst needed. */
+ * a node).  Workers are not retired; the pool keeps what a burst needed.
+ *
+ * Under the simulator (sys.h's pool_kick set) a pool has no threads and no
+ * eventfd: it keeps its queue, tells the simulator of each submit, and
+ * the simulator runs one queued I/O of its choosing on the loop thread
+ * with repl__iopool_step(). */
 #include "config.h"
 
 #include <errno.h>
@@ -25,6 +30,7 @@
 
 #include "log.h"
 #include "repl_int.h"
+#include "sys.h"
 #include "util.h"
 
 struct iopool {
@@ -140,6 +146,11 @@ int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 	p->done_tail = &p->done_head;
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
+	if (repl__sys->pool_kick) {
+		p->efd = -1;
+		*out = p;
+		return 0;
+	}
 	p->efd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
 	if (p->efd < 0) {
 		r = -errno;
@@ -174,6 +185,36 @@ void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 		p->nthreads++;
 	pthread_cond_signal(&p->cond);
 	pthread_mutex_unlock(&p->lock);
+	if (repl__sys->pool_kick)
+		repl__sys->pool_kick(p);
+}
+
+unsigned repl__iopool_queued(const struct iopool *p)
+{
+	unsigned n = 0;
+
+	for (const struct repl_io *io = p->queue_head; io; io = io->next)
+		n++;
+	return n;
+}
+
+void repl__iopool_step(struct iopool *p, unsigned i)
+{
+	struct repl_io **pp = &p->queue_head, *io;
+
+	while (*pp && i--)
+		pp = &(*pp)->next;
+	io = *pp;
+	if (!io)
+		return;
+	*pp = io->next;
+	if (!p->queue_head)
+		p->queue_tail = &p->queue_head;
+	else if (p->queue_tail == &io->next)
+		p->queue_tail = pp;
+	io->next = NULL;
+	io->result = repl__store_exec(p->fd, p->blockdev, io);
+	io->done(io);
 }
 
 void repl__iopool_free(struct iopool *p)
@@ -205,6 +246,15 @@ void repl__iopool_free(struct iopool *p)
 				push_done(p, io);
 		}
 		close(p->efd);
+	} else if (repl__sys->pool_kick) {
+		struct repl_io *io;
+
+		/* What is still queued runs now, in order, as above. */
+		while ((io = pop_queue(p))) {
+			io->result = repl__store_exec(p->fd, p->blockdev, io);
+			io->done(io);
+		}
+		repl__sys->pool_gone(p);
 	}
 	pthread_mutex_destroy(&p->lock);
 	pthread_cond_destroy(&p->cond);

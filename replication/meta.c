@@ -54,6 +54,7 @@
 
 #include "log.h"
 #include "meta.h"
+#include "sys.h"
 #include "util.h"
 
 #define META_MAGIC "REPLMETA"
@@ -296,7 +297,7 @@ static void meta_free(struct meta *m)
 	if (!m)
 		return;
 	if (m->fd >= 0)
-		close(m->fd);
+		repl__sys->close(m->fd);
 	for (unsigned i = 0; i < META_BITMAPS; i++) {
 		free(m->bm[i]);
 		free(m->pstate[i]);
@@ -313,7 +314,7 @@ static int meta_alloc(const char *path, int fd, const struct meta_super *sb,
 	struct meta *m = calloc(1, sizeof(*m));
 
 	if (!m) {
-		close(fd);
+		repl__sys->close(fd);
 		return -ENOMEM;
 	}
 	m->fd = fd;
@@ -351,7 +352,7 @@ static uint64_t file_size_of(const struct meta *m)
 
 static int lock_fd(const char *path, int fd)
 {
-	if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+	if (repl__sys->flock(fd, LOCK_EX | LOCK_NB) == 0)
 		return 0;
 	if (errno == EWOULDBLOCK) {
 		log_err("meta %s: in use (locked by another opener)", path);
@@ -363,7 +364,7 @@ static int lock_fd(const char *path, int fd)
 
 static int sync_fd(struct meta *m, const char *what)
 {
-	if (fdatasync(m->fd) == 0)
+	if (repl__sys->fdatasync(m->fd) == 0)
 		return 0;
 	log_err_errno(errno, "meta %s: fdatasync after %s; refusing further writes",
 		      m->path, what);
@@ -410,7 +411,7 @@ static int pages_write(const struct meta *m, int fd, unsigned bm, size_t first, 
 		size_t n = MIN(end - first, (size_t)PAGES_PER_WRITE);
 
 		pages_encode(m, bm, first, first + n, buf);
-		err = full_pwrite(fd, buf, n * META_BITMAP_PAGE, page_offset(m, bm, first));
+		err = repl__full_pwrite(fd, buf, n * META_BITMAP_PAGE, page_offset(m, bm, first));
 		first += n;
 	}
 	free(buf);
@@ -436,13 +437,13 @@ static int fsync_dir_of(const char *path)
 
 	if (!copy)
 		return -ENOMEM;
-	fd = open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fsync(fd) < 0)
+	fd = repl__sys->open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0 || repl__sys->fsync(fd) < 0)
 		err = -errno;
 	if (err)
 		log_err_errno(-err, "meta %s: fsync of its directory", path);
 	if (fd >= 0)
-		close(fd);
+		repl__sys->close(fd);
 	free(copy);
 	return err;
 }
@@ -450,14 +451,14 @@ static int fsync_dir_of(const char *path)
 /* Moves tmp to path unless path exists (-EEXIST). */
 static int rename_noreplace(const char *tmp, const char *path)
 {
-	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_NOREPLACE) == 0)
+	if (repl__sys->renameat2(tmp, path, RENAME_NOREPLACE) == 0)
 		return 0;
 	if (errno != EINVAL && errno != ENOSYS && errno != EOPNOTSUPP)
 		return -errno;
 	/* File system without RENAME_NOREPLACE: link() never replaces. */
-	if (link(tmp, path) < 0)
+	if (repl__sys->link(tmp, path) < 0)
 		return -errno;
-	unlink(tmp);
+	repl__sys->unlink(tmp);
 	return 0;
 }
 
@@ -476,13 +477,13 @@ static int write_new_file(struct meta *m)
 	slot_encode(&m->sb, buf);
 	copy.seq = 0;
 	slot_encode(&copy, buf + META_SLOT_SIZE);
-	err = full_pwrite(m->fd, buf, 2 * META_SLOT_SIZE, 0);
+	err = repl__full_pwrite(m->fd, buf, 2 * META_SLOT_SIZE, 0);
 	free(buf);
 	if (!err)
 		err = bitmaps_write_all(m, m->fd);
 	if (err)
 		return err;
-	if (fsync(m->fd) < 0)
+	if (repl__sys->fsync(m->fd) < 0)
 		return -errno;
 	return 0;
 }
@@ -500,13 +501,13 @@ int meta_create(const char *path, const struct meta_super *init, struct meta **o
 		log_err("meta %s: cannot create: %s", path, why);
 		return -EINVAL;
 	}
-	if (access(path, F_OK) == 0) {
+	if (repl__sys->access(path, F_OK) == 0) {
 		log_err("meta %s: already exists; not overwriting", path);
 		return -EEXIST;
 	}
 	if (asprintf(&tmp, "%s.tmp.XXXXXX", path) < 0)
 		return -ENOMEM;
-	fd = mkostemp(tmp, O_CLOEXEC);
+	fd = repl__sys->mkostemp(tmp, O_CLOEXEC);
 	if (fd < 0) {
 		err = -errno;
 		log_err_errno(-err, "meta %s: creating a temporary file", path);
@@ -530,12 +531,12 @@ int meta_create(const char *path, const struct meta_super *init, struct meta **o
 			log_err_errno(-err, "meta %s: renaming %s", path, tmp);
 	}
 	if (err) {
-		unlink(tmp);
+		repl__sys->unlink(tmp);
 		goto fail;
 	}
 	err = fsync_dir_of(path);
 	if (err) {
-		unlink(path);
+		repl__sys->unlink(path);
 		goto fail;
 	}
 	free(tmp);
@@ -624,7 +625,7 @@ static int load_pages(struct meta *m, unsigned bm)
 	for (size_t first = 0; first < m->npages && !err; first += PAGES_PER_WRITE) {
 		size_t n = MIN(m->npages - first, (size_t)PAGES_PER_WRITE);
 
-		err = full_pread(m->fd, buf, n * META_BITMAP_PAGE, page_offset(m, bm, first));
+		err = repl__full_pread(m->fd, buf, n * META_BITMAP_PAGE, page_offset(m, bm, first));
 		for (size_t k = 0; k < n && !err; k++) {
 			const uint8_t *pg = buf + k * META_BITMAP_PAGE;
 
@@ -645,7 +646,7 @@ static int load_bare(struct meta *m, unsigned bm)
 {
 	uint64_t stride = stride_bare(m->regions);
 
-	return full_pread(m->fd, m->bm[bm], (size_t)DIV_ROUND_UP(m->regions, 64) * 8,
+	return repl__full_pread(m->fd, m->bm[bm], (size_t)DIV_ROUND_UP(m->regions, 64) * 8,
 			  (off_t)(META_BITMAP_OFFSET + bm * stride));
 }
 
@@ -693,7 +694,7 @@ static void remove_stale_grow(const char *path)
 {
 	char *tmp = grow_path_of(path);
 
-	if (tmp && unlink(tmp) == 0)
+	if (tmp && repl__sys->unlink(tmp) == 0)
 		log_warn("meta %s: removed %s, left by a grow that did not finish", path, tmp);
 	free(tmp);
 }
@@ -712,7 +713,7 @@ int meta_open(const char *path, struct meta **out)
 	*out = NULL;
 	if (!buf)
 		return -ENOMEM;
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = repl__sys->open(path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0) {
 		err = -errno;
 		log_err_errno(-err, "meta %s: open", path);
@@ -722,7 +723,7 @@ int meta_open(const char *path, struct meta **out)
 	err = lock_fd(path, fd);
 	if (!err)
 		remove_stale_grow(path);
-	if (!err && fstat(fd, &st) < 0) {
+	if (!err && repl__sys->fstat(fd, &st) < 0) {
 		err = -errno;
 		log_err_errno(-err, "meta %s: fstat", path);
 	}
@@ -731,7 +732,7 @@ int meta_open(const char *path, struct meta **out)
 		err = -EINVAL;
 	}
 	if (!err)
-		err = full_pread(fd, buf, (size_t)MIN((uint64_t)st.st_size,
+		err = repl__full_pread(fd, buf, (size_t)MIN((uint64_t)st.st_size,
 						      2 * META_SLOT_SIZE), 0);
 	if (!err)
 		err = pick_slot(path, buf, &sb, &slot, &version);
@@ -743,7 +744,7 @@ int meta_open(const char *path, struct meta **out)
 		err = -EUCLEAN;
 	}
 	if (err) {
-		close(fd);
+		repl__sys->close(fd);
 		return err;
 	}
 	err = meta_alloc(path, fd, &sb, &m);
@@ -797,7 +798,7 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 		return -ENOMEM;
 	next.seq = m->sb.seq + 1;
 	slot_encode(&next, buf);
-	err = full_pwrite(m->fd, buf, META_SLOT_SIZE, (off_t)slot * META_SLOT_SIZE);
+	err = repl__full_pwrite(m->fd, buf, META_SLOT_SIZE, (off_t)slot * META_SLOT_SIZE);
 	free(buf);
 	if (err) {
 		log_err_errno(-err, "meta %s: writing superblock slot %u", m->path, slot);
@@ -838,17 +839,17 @@ static int write_grown_file(struct meta *n, uint64_t old_seq)
 		return -ENOMEM;
 	err = posix_fallocate(n->fd, 0, (off_t)file_size_of(n));
 	if (err == EOPNOTSUPP || err == EINVAL)
-		err = ftruncate(n->fd, (off_t)file_size_of(n)) < 0 ? errno : 0;
+		err = repl__sys->ftruncate(n->fd, (off_t)file_size_of(n)) < 0 ? errno : 0;
 	err = -err;
 	slot_encode(&n->sb, buf);
 	copy.seq = old_seq;
 	slot_encode(&copy, buf + META_SLOT_SIZE);
 	if (!err)
-		err = full_pwrite(n->fd, buf, 2 * META_SLOT_SIZE, 0);
+		err = repl__full_pwrite(n->fd, buf, 2 * META_SLOT_SIZE, 0);
 	free(buf);
 	if (!err)
 		err = bitmaps_write_all(n, n->fd);
-	if (!err && fsync(n->fd) < 0)
+	if (!err && repl__sys->fsync(n->fd) < 0)
 		err = -errno;
 	return err;
 }
@@ -860,8 +861,8 @@ static int build_grown(struct meta *m, const char *tmp, const struct meta_super 
 	struct meta *n = NULL;
 	int fd, err;
 
-	unlink(tmp);
-	fd = open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	repl__sys->unlink(tmp);
+	fd = repl__sys->open(tmp, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return -errno;
 	err = meta_alloc(m->path, fd, sb, &n);	/* takes fd */
@@ -884,7 +885,7 @@ static int build_grown(struct meta *m, const char *tmp, const struct meta_super 
 /* m takes n's file and geometry; n's shell is freed. */
 static void adopt_grown(struct meta *m, struct meta *n)
 {
-	close(m->fd);
+	repl__sys->close(m->fd);
 	m->fd = n->fd;
 	n->fd = -1;
 	m->sb = n->sb;
@@ -924,14 +925,14 @@ static int replace_file(struct meta *m, const struct meta_super *sb)
 	err = build_grown(m, tmp, sb, &n);
 	if (err) {
 		log_err_errno(-err, "meta %s: writing the new metadata %s", m->path, tmp);
-		unlink(tmp);
+		repl__sys->unlink(tmp);
 		free(tmp);
 		return err;
 	}
-	if (rename(tmp, m->path) < 0) {
+	if (repl__sys->renameat2(tmp, m->path, 0) < 0) {
 		err = -errno;
 		log_err_errno(-err, "meta %s: renaming %s over it", m->path, tmp);
-		unlink(tmp);
+		repl__sys->unlink(tmp);
 		meta_free(n);
 		free(tmp);
 		return err;
@@ -1261,7 +1262,7 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 	 * close m->fd) while the job runs.  Its writes then reach the old
 	 * file, harmlessly: the new one was made from memory, which has
 	 * every bit the job carries. */
-	j->fd = fcntl(m->fd, F_DUPFD_CLOEXEC, 0);
+	j->fd = repl__sys->dup(m->fd);
 	j->path = m->path;
 	if (j->fd < 0) {
 		err = -errno;
@@ -1291,13 +1292,13 @@ int meta_flush_job_run(struct meta_flush_job *j)
 	int err;
 
 	for (size_t i = 0; i < j->n; i++) {
-		err = full_pwrite(j->fd, j->runs[i].data, j->runs[i].len, j->runs[i].off);
+		err = repl__full_pwrite(j->fd, j->runs[i].data, j->runs[i].len, j->runs[i].off);
 		if (err) {
 			log_err_errno(-err, "meta %s: writing bitmap", j->path);
 			return err;
 		}
 	}
-	if (fdatasync(j->fd) < 0) {
+	if (repl__sys->fdatasync(j->fd) < 0) {
 		err = -errno;
 		log_err_errno(errno, "meta %s: fdatasync of the bitmap", j->path);
 		return err;
@@ -1310,7 +1311,7 @@ void meta_flush_job_free(struct meta_flush_job *j)
 	if (!j)
 		return;
 	if (j->fd >= 0)
-		close(j->fd);
+		repl__sys->close(j->fd);
 	for (size_t i = 0; i < j->n; i++)
 		free(j->runs[i].data);
 	free(j->runs);

@@ -39,6 +39,7 @@
 #include "meta.h"
 #include "nbd-protocol.h"
 #include "peer.h"
+#include "sys.h"
 #include "resize.h"
 #include "util.h"
 #include "wire.h"
@@ -174,7 +175,7 @@ static int link_flush(struct peer_link *l)
 			for (unsigned i = 0; i < m->niov; i++)
 				iov[cnt++] = m->iov[i];
 		msg.msg_iovlen = cnt;
-		n = sendmsg(l->fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+		n = repl__sys->sendmsg(l->fd, &msg);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -436,6 +437,13 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 		p->l->p = NULL;
 		link_close(p->l);
 		p->l = NULL;
+	}
+	/* A connection being made goes too: left, it would become a second
+	 * link of this peer once the next attempt also succeeds. */
+	if (p->cfd >= 0) {
+		repl__fd_del(p->vol->eng, p->cfd);
+		repl__sys->close(p->cfd);
+		p->cfd = -1;
 	}
 	p->conn = PC_IDLE;
 	if (was_up) {
@@ -1130,7 +1138,7 @@ static int link_read(struct peer_link *l)
 			dst = l->payload + l->pay_have;
 			want = l->h.length - l->pay_have;
 		}
-		n = want ? recv(l->fd, dst, want, MSG_DONTWAIT) : 0;
+		n = want ? repl__sys->recv(l->fd, dst, want) : 0;
 		if (want && n == 0)
 			return -EPIPE;
 		if (n < 0)
@@ -1266,7 +1274,6 @@ static struct peer_link *link_new(struct repl_volume *vol, int fd, struct peer *
 		.key = vol->key, .keylen = vol->key_len, .initiator = p != NULL,
 		.node = vol->node, .peer = p ? p->node : NULL, .resource = vol->name,
 	};
-	int one = 1;
 
 	if (!l)
 		return NULL;
@@ -1275,7 +1282,6 @@ static struct peer_link *link_new(struct repl_volume *vol, int fd, struct peer *
 	l->fd = fd;
 	l->tx_tail = &l->tx_head;
 	l->started_ms = l->last_rx_ms = now_mono_ms();
-	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 	if (wire_auth_init(&l->auth, &ap, NULL) < 0 ||
 	    repl__fd_add(vol->eng, fd, POLLIN, link_event, l) < 0) {
 		free(l);
@@ -1309,7 +1315,7 @@ static void link_close(struct peer_link *l)
 		repl__fd_del(l->vol->eng, l->fd);
 	l->registered = false;
 	if (l->fd >= 0)
-		close(l->fd);
+		repl__sys->close(l->fd);
 	l->fd = -1;
 	l->dead = true;
 	if (!l->busy)
@@ -1321,13 +1327,13 @@ static void link_close(struct peer_link *l)
 static void connect_done(void *arg, int fd, unsigned revents)
 {
 	struct peer *p = arg;
-	int err = 0;
-	socklen_t len = sizeof(err);
+	int err;
 
 	repl__fd_del(p->vol->eng, fd);
 	p->cfd = -1;
-	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0 || err) {
-		close(fd);
+	err = repl__sys->connect_error(fd);
+	if (err) {
+		repl__sys->close(fd);
 		p->conn = PC_IDLE;
 		set_reason(p, "cannot connect: %s", strerror(err ? err : errno));
 		p->link = REPL_LINK_CONNECTING;
@@ -1336,7 +1342,7 @@ static void connect_done(void *arg, int fd, unsigned revents)
 	}
 	p->l = link_new(p->vol, fd, p);
 	if (!p->l) {
-		close(fd);
+		repl__sys->close(fd);
 		p->conn = PC_IDLE;
 		schedule_reconnect(p);
 		return;
@@ -1348,27 +1354,14 @@ static void connect_done(void *arg, int fd, unsigned revents)
 
 static int connect_start(struct peer *p)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
 	int fd, r;
 
-	r = getaddrinfo(p->host, p->port, &hints, &res);
-	if (r)
-		return -EHOSTUNREACH;
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		freeaddrinfo(res);
-		return -errno;
-	}
-	r = connect(fd, res->ai_addr, res->ai_addrlen);
-	freeaddrinfo(res);
-	if (r < 0 && errno != EINPROGRESS) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
+	fd = repl__sys->connect(p->host, p->port);
+	if (fd < 0)
+		return fd;
 	r = repl__fd_add(p->vol->eng, fd, POLLOUT, connect_done, p);
 	if (r < 0) {
-		close(fd);
+		repl__sys->close(fd);
 		return r;
 	}
 	p->cfd = fd;
@@ -1479,8 +1472,7 @@ static void listener_accept(void *arg, int fd, unsigned revents)
 
 	for (int i = 0; i < 16; i++) {
 		struct sockaddr_storage src;
-		socklen_t slen = sizeof(src);
-		int c = accept4(fd, (struct sockaddr *)&src, &slen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int c = repl__sys->accept(fd, &src);
 		struct peer_link *l;
 		if (c < 0) {
 			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
@@ -1491,7 +1483,7 @@ static void listener_accept(void *arg, int fd, unsigned revents)
 		make_room(vl, &src);
 		l = link_new(vol, c, NULL);
 		if (!l) {
-			close(c);
+			repl__sys->close(c);
 			continue;
 		}
 		l->src = src;
@@ -1505,29 +1497,20 @@ static void listener_accept(void *arg, int fd, unsigned revents)
 
 static int listen_start(struct repl_volume *vol, const char *host, const char *port)
 {
-	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
 	struct vol_listener *vl;
-	int fd, r, one = 1;
+	int fd, r = 0;
 
-	r = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
-	if (r)
-		return -EADDRNOTAVAIL;
-	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
-	if (fd < 0) {
-		freeaddrinfo(res);
-		return -errno;
-	}
-	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-	r = bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0 ? -errno : 0;
-	freeaddrinfo(res);
-	vl = r == 0 ? calloc(1, sizeof(*vl)) : NULL;
+	fd = repl__sys->listen(host, port);
+	if (fd < 0)
+		return fd;
+	vl = calloc(1, sizeof(*vl));
 	if (r == 0 && !vl)
 		r = -ENOMEM;
 	if (r == 0)
 		r = repl__fd_add(vol->eng, fd, POLLIN, listener_accept, vol);
 	if (r < 0) {
 		free(vl);
-		close(fd);
+		repl__sys->close(fd);
 		return r;
 	}
 	vl->fd = fd;
@@ -1606,7 +1589,7 @@ void repl__peers_stop(struct repl_volume *vol)
 		}
 		if (p->cfd >= 0) {
 			repl__fd_del(vol->eng, p->cfd);
-			close(p->cfd);
+			repl__sys->close(p->cfd);
 			p->cfd = -1;
 		}
 		peer_down(p, NULL, true);
@@ -1620,7 +1603,7 @@ void repl__peers_stop(struct repl_volume *vol)
 		repl__timer_del(vol->eng, &vl->pause_timer);
 		if (vl->accepting)
 			repl__fd_del(vol->eng, vl->fd);
-		close(vl->fd);
+		repl__sys->close(vl->fd);
 		free(vl);
 		vol->listener = NULL;
 	}

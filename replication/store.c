@@ -24,17 +24,18 @@
 
 #include "log.h"
 #include "repl_int.h"
+#include "sys.h"
 #include "util.h"
 
 static int store_size(int fd, bool *blockdev, uint64_t *size)
 {
 	struct stat st;
 
-	if (fstat(fd, &st) < 0)
+	if (repl__sys->fstat(fd, &st) < 0)
 		return -errno;
 	if (S_ISBLK(st.st_mode)) {
 		*blockdev = true;
-		return ioctl(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
+		return repl__sys->ioctl_blk(fd, BLKGETSIZE64, size) < 0 ? -errno : 0;
 	}
 	if (!S_ISREG(st.st_mode))
 		return -EINVAL;
@@ -48,13 +49,13 @@ int repl__store_open(const char *path, uint64_t create_size, int *fdp,
 {
 	int fd, r;
 
-	fd = open(path, O_RDWR | O_CLOEXEC);
+	fd = repl__sys->open(path, O_RDWR | O_CLOEXEC, 0);
 	if (fd < 0 && errno == ENOENT && create_size > 0) {
-		fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-		if (fd >= 0 && ftruncate(fd, (off_t)create_size) < 0) {
+		fd = repl__sys->open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+		if (fd >= 0 && repl__sys->ftruncate(fd, (off_t)create_size) < 0) {
 			r = -errno;
-			close(fd);
-			unlink(path);
+			repl__sys->close(fd);
+			repl__sys->unlink(path);
 			return r;
 		}
 	}
@@ -62,7 +63,7 @@ int repl__store_open(const char *path, uint64_t create_size, int *fdp,
 		return -errno;
 	r = store_size(fd, blockdev, size);
 	if (r < 0) {
-		close(fd);
+		repl__sys->close(fd);
 		return r;
 	}
 	*fdp = fd;
@@ -71,19 +72,20 @@ int repl__store_open(const char *path, uint64_t create_size, int *fdp,
 
 static int store_write(int fd, struct repl_io *io)
 {
-	struct iovec iov = { .iov_base = io->buf, .iov_len = io->len };
+	char *p = io->buf;
+	size_t len = io->len;
 	int rwflags = (io->flags & REPL_IO_FUA) ? RWF_DSYNC : 0;
 	off_t off = (off_t)io->offset;
 
-	while (iov.iov_len > 0) {
-		ssize_t n = pwritev2(fd, &iov, 1, off, rwflags);
+	while (len > 0) {
+		ssize_t n = repl__sys->pwritev2(fd, p, len, off, rwflags);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
 		}
-		iov.iov_base = (char *)iov.iov_base + n;
-		iov.iov_len -= (size_t)n;
+		p += n;
+		len -= (size_t)n;
 		off += n;
 	}
 	return 0;
@@ -96,7 +98,7 @@ static int store_write_zero_buf(int fd, uint64_t off, uint64_t len)
 
 	while (len > 0) {
 		size_t n = (size_t)MIN(len, sizeof(zero));
-		r = full_pwrite(fd, zero, n, (off_t)off);
+		r = repl__full_pwrite(fd, zero, n, (off_t)off);
 		if (r < 0)
 			return r;
 		off += n;
@@ -112,16 +114,16 @@ static int store_zero(int fd, bool blockdev, struct repl_io *io)
 	if (blockdev) {
 		uint64_t range[2] = { io->offset, io->len };
 		if (!(io->flags & REPL_IO_NO_HOLE) &&
-		    fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
-			      (off_t)io->offset, (off_t)io->len) == 0)
+		    repl__sys->fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+					 (off_t)io->offset, (off_t)io->len) == 0)
 			return 0;
-		if (ioctl(fd, BLKZEROOUT, range) == 0)
+		if (repl__sys->ioctl_blk(fd, BLKZEROOUT, range) == 0)
 			return 0;
 		return store_write_zero_buf(fd, io->offset, io->len);
 	}
 	mode = (io->flags & REPL_IO_NO_HOLE) ? FALLOC_FL_ZERO_RANGE
 					      : FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE;
-	if (fallocate(fd, mode, (off_t)io->offset, (off_t)io->len) == 0)
+	if (repl__sys->fallocate(fd, mode, (off_t)io->offset, (off_t)io->len) == 0)
 		return 0;
 	if (errno != EOPNOTSUPP && errno != ENOSYS && errno != EINVAL)
 		return -errno;
@@ -130,7 +132,7 @@ static int store_zero(int fd, bool blockdev, struct repl_io *io)
 
 static int store_trim(int fd, bool blockdev, struct repl_io *io)
 {
-	if (fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
+	if (repl__sys->fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE,
 		      (off_t)io->offset, (off_t)io->len) == 0)
 		return 0;
 	/* A device that can neither discard nor unmap keeps its data, as it
@@ -154,7 +156,7 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 			io->flags |= REPL_IO_WAS_HOLE;
 			return 0;
 		}
-		return full_pread(fd, io->buf, io->len, (off_t)io->offset);
+		return repl__full_pread(fd, io->buf, io->len, (off_t)io->offset);
 	case REPL_IO_CACHE:
 		/* the advice is best effort: a failure is no error of the data */
 		(void)posix_fadvise(fd, (off_t)io->offset, (off_t)io->len, POSIX_FADV_WILLNEED);
@@ -164,7 +166,7 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 	case REPL_IO_WRITE:
 		return store_write(fd, io);
 	case REPL_IO_FLUSH:
-		return fdatasync(fd) < 0 ? -errno : 0;
+		return repl__sys->fdatasync(fd) < 0 ? -errno : 0;
 	case REPL_IO_CALL:
 		return io->fn(io->arg);
 	case REPL_IO_TRIM:
@@ -176,7 +178,7 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 	default:
 		return -EINVAL;
 	}
-	if (r == 0 && (io->flags & REPL_IO_FUA) && fdatasync(fd) < 0)
+	if (r == 0 && (io->flags & REPL_IO_FUA) && repl__sys->fdatasync(fd) < 0)
 		r = -errno;
 	return r;
 }
@@ -188,14 +190,14 @@ static int store_grow_device(int fd, uint64_t from, uint64_t to, uint64_t *dev_s
 	uint64_t range[2] = { from, to - from };
 	int r;
 
-	if (ioctl(fd, BLKGETSIZE64, dev_size) < 0)
+	if (repl__sys->ioctl_blk(fd, BLKGETSIZE64, dev_size) < 0)
 		return -errno;
 	if (*dev_size < to)
 		return -ENOSPC;
-	if (ioctl(fd, BLKZEROOUT, range) < 0 &&
+	if (repl__sys->ioctl_blk(fd, BLKZEROOUT, range) < 0 &&
 	    (r = store_write_zero_buf(fd, from, to - from)) < 0)
 		return r;
-	return fdatasync(fd) < 0 ? -errno : 0;
+	return repl__sys->fdatasync(fd) < 0 ? -errno : 0;
 }
 
 int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t *dev_size)
@@ -205,14 +207,14 @@ int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t
 	*dev_size = 0;
 	if (blockdev)
 		return store_grow_device(fd, from, to, dev_size);
-	if (fstat(fd, &st) < 0)
+	if (repl__sys->fstat(fd, &st) < 0)
 		return -errno;
 	/* Larger already: a grow a crash interrupted extended it. */
-	if ((uint64_t)st.st_size < to && ftruncate(fd, (off_t)to) < 0)
+	if ((uint64_t)st.st_size < to && repl__sys->ftruncate(fd, (off_t)to) < 0)
 		return -errno;
 	/* The size on disk before the metadata says it: after a crash the
 	 * backing is never smaller than the metadata. */
-	return fsync(fd) < 0 ? -errno : 0;
+	return repl__sys->fsync(fd) < 0 ? -errno : 0;
 }
 
 bool repl__store_can_punch(int fd, bool blockdev)
@@ -221,11 +223,11 @@ bool repl__store_can_punch(int fd, bool blockdev)
 
 	/* A device may discard or not, fast or not, and says so only in
 	 * sysfs: not promised. */
-	if (blockdev || fstat(fd, &st) < 0)
+	if (blockdev || repl__sys->fstat(fd, &st) < 0)
 		return false;
 	/* Past the end of the file a punch changes nothing, and fails the
 	 * same way as anywhere when the file system cannot punch. */
-	return fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size, 4096) == 0;
+	return repl__sys->fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, st.st_size, 4096) == 0;
 }
 
 bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len)
@@ -242,12 +244,11 @@ bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len)
 
 int repl__store_read_nowait(int fd, struct repl_io *io)
 {
-	struct iovec iov = { .iov_base = io->buf, .iov_len = io->len };
 	ssize_t n;
 
 	if (io->flags & REPL_IO_HOLE_CHECK)
 		return -EAGAIN;	/* the worker asks about holes first */
-	n = preadv2(fd, &iov, 1, (off_t)io->offset, RWF_NOWAIT);
+	n = repl__sys->preadv2(fd, io->buf, io->len, (off_t)io->offset, RWF_NOWAIT);
 	if (n == (ssize_t)io->len)
 		return 0;
 	if (n >= 0 || errno == EAGAIN || errno == EOPNOTSUPP || errno == EINTR)

@@ -17,6 +17,7 @@
 #include "peer.h"
 #include "repl_int.h"
 #include "resize.h"
+#include "sys.h"
 #include "util.h"
 
 #define DEFAULT_IO_THREADS 8
@@ -107,7 +108,7 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 	struct meta_super upd;
 	int r;
 
-	if (access(path, F_OK) < 0 && errno == ENOENT)
+	if (repl__sys->access(path, F_OK) < 0 && errno == ENOENT)
 		return volume_new_meta(vol, path, cfg, had_data);
 	r = meta_open(path, &vol->meta);
 	if (r < 0) {
@@ -249,8 +250,8 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	}
 	/* Metadata without its backing means the data is gone: never make
 	 * a fresh empty file that the metadata would call UpToDate. */
-	have_meta = access(cfg->meta, F_OK) == 0;
-	had_backing = access(cfg->backing, F_OK) == 0;
+	have_meta = repl__sys->access(cfg->meta, F_OK) == 0;
+	had_backing = repl__sys->access(cfg->backing, F_OK) == 0;
 	r = repl__store_open(cfg->backing, have_meta ? 0 : cfg->size, &vol->fd,
 			     &vol->size, &vol->blockdev);
 	if (r == -ENOENT && have_meta) {
@@ -336,7 +337,7 @@ void repl__volume_free(struct repl_volume *vol)
 		repl__writes_check(vol, "teardown", true);
 	repl__resize_free(vol);
 	repl__peers_free(vol);
-	if (vol->fd >= 0 && fdatasync(vol->fd) < 0)
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
 		plog_errno(LOG_ERR, vol->name, errno, "fdatasync at close");
 	if (vol->opened) {
 		sb = *meta_get(vol->meta);
@@ -346,7 +347,7 @@ void repl__volume_free(struct repl_volume *vol)
 	}
 	meta_close(vol->meta);
 	if (vol->fd >= 0)
-		close(vol->fd);
+		repl__sys->close(vol->fd);
 	free(vol->name);
 	free(vol->backing);
 	free(vol->node);

@@ -1,0 +1,218 @@
+/* sys.c: the production table of the engine's seams (sys.h): libc and the
+ * kernel, exactly the calls the engine made before the seams existed. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sys.h"
+#include "util.h"
+
+static int posix_random(void *buf, size_t len)
+{
+	return random_bytes(buf, len);
+}
+
+static int posix_listen(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
+	int fd, r, one = 1;
+
+	r = getaddrinfo(host && *host ? host : NULL, port, &hints, &res);
+	if (r)
+		return -EADDRNOTAVAIL;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+	r = bind(fd, res->ai_addr, res->ai_addrlen) < 0 || listen(fd, 16) < 0 ? -errno : 0;
+	freeaddrinfo(res);
+	if (r < 0) {
+		close(fd);
+		return r;
+	}
+	return fd;
+}
+
+static void nodelay(int fd)
+{
+	int one = 1;
+
+	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+}
+
+static int posix_connect(const char *host, const char *port)
+{
+	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
+	int fd, r;
+
+	r = getaddrinfo(host, port, &hints, &res);
+	if (r)
+		return -EHOSTUNREACH;
+	fd = socket(res->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		freeaddrinfo(res);
+		return -errno;
+	}
+	r = connect(fd, res->ai_addr, res->ai_addrlen);
+	freeaddrinfo(res);
+	if (r < 0 && errno != EINPROGRESS) {
+		r = -errno;
+		close(fd);
+		return r;
+	}
+	nodelay(fd);
+	return fd;
+}
+
+static int posix_connect_error(int fd)
+{
+	int err = 0;
+	socklen_t len = sizeof(err);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+		return errno;
+	return err;
+}
+
+static int posix_accept(int fd, struct sockaddr_storage *src)
+{
+	socklen_t slen = sizeof(*src);
+	int c = accept4(fd, (struct sockaddr *)src, &slen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
+	if (c >= 0)
+		nodelay(c);
+	return c;
+}
+
+static ssize_t posix_sendmsg(int fd, const struct msghdr *msg)
+{
+	return sendmsg(fd, msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+}
+
+static ssize_t posix_recv(int fd, void *buf, size_t len)
+{
+	return recv(fd, buf, len, MSG_DONTWAIT);
+}
+
+static int posix_open(const char *path, int flags, mode_t mode)
+{
+	return open(path, flags, mode);
+}
+
+static int posix_dup(int fd)
+{
+	return fcntl(fd, F_DUPFD_CLOEXEC, 0);
+}
+
+static ssize_t posix_preadv2(int fd, void *buf, size_t len, off_t off, int rwflags)
+{
+	struct iovec iov = { .iov_base = buf, .iov_len = len };
+
+	return preadv2(fd, &iov, 1, off, rwflags);
+}
+
+static ssize_t posix_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwflags)
+{
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = len };
+
+	return pwritev2(fd, &iov, 1, off, rwflags);
+}
+
+static int posix_ioctl_blk(int fd, unsigned long req, void *arg)
+{
+	return ioctl(fd, req, arg);
+}
+
+static int posix_renameat2(const char *from, const char *to, unsigned flags)
+{
+	return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
+}
+
+const struct repl_sys_ops repl__sys_posix = {
+	.now_ns = now_mono_ns,
+	.random = posix_random,
+	.listen = posix_listen,
+	.connect = posix_connect,
+	.connect_error = posix_connect_error,
+	.accept = posix_accept,
+	.sendmsg = posix_sendmsg,
+	.recv = posix_recv,
+	.open = posix_open,
+	.close = close,
+	.dup = posix_dup,
+	.flock = flock,
+	.fstat = fstat,
+	.pread = pread,
+	.preadv2 = posix_preadv2,
+	.pwritev2 = posix_pwritev2,
+	.fsync = fsync,
+	.fdatasync = fdatasync,
+	.fallocate = fallocate,
+	.ftruncate = ftruncate,
+	.ioctl_blk = posix_ioctl_blk,
+	.renameat2 = posix_renameat2,
+	.link = link,
+	.unlink = unlink,
+	.access = access,
+	.mkostemp = mkostemp,
+};
+
+const struct repl_sys_ops *repl__sys = &repl__sys_posix;
+
+void repl_sys_set(const struct repl_sys_ops *ops)
+{
+	bool sim = ops && ops != &repl__sys_posix;
+
+	repl__sys = sim ? ops : &repl__sys_posix;
+	util_set_sources(sim ? ops->now_ns : NULL, sim ? ops->random : NULL);
+}
+
+int repl__full_pread(int fd, void *buf, size_t len, off_t off)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = repl__sys->pread(fd, p, len, off);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -EIO;
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}
+
+int repl__full_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	const char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = repl__sys->pwritev2(fd, p, len, off, 0);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += n;
+	}
+	return 0;
+}

@@ -1,0 +1,52 @@
+#!/bin/bash
+# tests/sim.sh: the deterministic simulator (tests/sim/replsim) over
+# SIM_RUNS seeds (default 5000, from SIM_FROM, default 1), SIM_JOBS at a
+# time (default 2), with the fault profile of CI (--no-eio: disk EIO is
+# left to make sim-long until the findings it makes are fixed).  Fails on
+# any seed that violates an invariant or does not settle unless
+# tests/sim/known-failures lists that seed (open findings, each with the
+# invariant it breaks); prints the listed seeds that now pass, so that
+# the list shrinks as they are fixed.  Replay any seed with
+#   tests/sim/replsim --seed N --trace
+set -u
+top=$(cd "$(dirname "$0")/.." && pwd) || exit 99
+bin=${top_builddir:-$top/build}/tests/sim/replsim
+[ -x "$bin" ] || bin=tests/sim/replsim
+known=$top/tests/sim/known-failures
+runs=${SIM_RUNS:-5000}
+from=${SIM_FROM:-1}
+jobs=${SIM_JOBS:-2}
+out=$(mktemp /tmp/replsim.XXXXXX) || exit 99
+trap 'rm -f "$out"' EXIT
+
+start=$(date +%s)
+nice "$bin" --runs "$runs" --from "$from" -j "$jobs" --no-eio >"$out"
+rc=$?
+secs=$(( $(date +%s) - start ))
+tail -n 1 "$out"
+echo "sim: $runs seeds in $secs s"
+[ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || [ "$rc" -eq 3 ] || { cat "$out"; exit 1; }
+
+new=0
+while read -r line; do
+	seed=$(sed -n 's/^seed \([0-9]*\): VIOLATION.*/\1/p' <<<"$line")
+	[ -n "$seed" ] || continue
+	if grep -q "^$seed " "$known" 2>/dev/null; then
+		continue
+	fi
+	echo "NEW: $line"
+	new=$((new + 1))
+done <"$out"
+last=$((from + runs - 1))
+fixed=0
+while read -r seed _; do
+	case $seed in ''|'#'*) continue ;; esac
+	if [ "$seed" -lt "$from" ] || [ "$seed" -gt "$last" ]; then continue; fi
+	grep -q "^seed $seed: VIOLATION" "$out" || fixed=$((fixed + 1))
+done <"$known"
+[ "$fixed" -eq 0 ] || echo "sim: $fixed seed(s) of tests/sim/known-failures pass now: take them off the list"
+if [ "$new" -ne 0 ]; then
+	echo "sim: $new seed(s) fail that tests/sim/known-failures does not list"
+	exit 1
+fi
+exit 0

@@ -1,0 +1,388 @@
+/* cluster.c: the simulated nodes (each an engine with one replica of the
+ * volume, on the simulated loop, network and disk) and the cluster manager
+ * that drives them by the rules of the OCF agent and replagentd's cluster
+ * mode: membership with quorum (three voters; with two replicas the third
+ * is a quorum-only node), a Primary only on the quorate side, never an
+ * Outdated or Inconsistent replica promoted, a lost replica recorded
+ * Outdated before the Primary may acknowledge (the outdate hook), a
+ * cut-off Primary stepped down when it comes back to a cluster that has
+ * another. */
+#include "config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "meta.h"
+#include "repl_int.h"
+#include "replsim.h"
+
+struct node nodes[SIM_NODES];
+unsigned n_replicas;
+int side[SIM_NODES];
+int cm_primary = -1;
+unsigned failovers;
+static bool cm_outdated[SIM_NODES];
+static bool seen[SIM_NODES][SIM_NODES];
+static bool bootstrapped;
+/* the node the cluster promoted last, crashed or not: any other Primary
+ * is stale (it was cut off while this one was promoted) */
+static int last_promoted = -1;
+
+struct outdate_req {
+	int from, lost;
+	uint64_t token;
+	bool pending;
+};
+static struct outdate_req oreq[64];
+
+const char *node_name(int i)
+{
+	static const char *names[SIM_NODES] = { "n0", "n1", "n2" };
+
+	return names[i];
+}
+
+static bool reachable(int a, int b)
+{
+	bool alive_a = a >= (int)n_replicas || nodes[a].alive;
+	bool alive_b = b >= (int)n_replicas || nodes[b].alive;
+
+	return alive_a && alive_b && side[a] == side[b];
+}
+
+bool quorate_side(int s)
+{
+	unsigned n = 0;
+
+	for (int i = 0; i < SIM_NODES; i++)
+		if (side[i] == s && (i >= (int)n_replicas || nodes[i].alive))
+			n++;
+	return n * 2 > SIM_NODES;
+}
+
+/* Runs code "on" node i: the seams need to know whose disk it is. */
+#define ON(i, stmt) do { int sv_ = sim_cur; sim_cur = (i); stmt; sim_cur = sv_; } while (0)
+
+static void outdate_done_ev(void *a, uint64_t token)
+{
+	struct node *n = a;
+
+	if (n->alive)
+		repl_volume_outdate_done(n->vol, token);
+}
+
+static bool try_outdate(struct outdate_req *r)
+{
+	int lost = r->lost;
+
+	if (!nodes[r->from].alive) {
+		r->pending = false;
+		return true;
+	}
+	if (!quorate_side(side[r->from]))
+		return false;
+	if (r->from != last_promoted) {
+		/* a stale Primary's request: refused, it steps down */
+		trace("cm: n%d is not the Primary the cluster knows: outdate refused", r->from);
+		r->pending = false;
+		return true;
+	}
+	if (!cm_outdated[lost])
+		trace("cm: n%d records n%d Outdated", r->from, lost);
+	cm_outdated[lost] = true;
+	for (int k = 0; k < (int)n_replicas; k++) {
+		if (!nodes[k].alive || !reachable(r->from, k))
+			continue;
+		if (k == lost)
+			ON(k, repl_volume_mark_outdated(nodes[k].vol));
+		else
+			ON(k, repl_volume_peer_outdated(nodes[k].vol, node_name(lost)));
+	}
+	sim_at(sim_now + 1 * SIM_MS + rnd_below(30 * SIM_MS), r->from, outdate_done_ev,
+	       &nodes[r->from], r->token);
+	r->pending = false;
+	return true;
+}
+
+static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, uint64_t token)
+{
+	struct node *n = arg;
+	int lost = node[0] == 'n' ? node[1] - '0' : -1;
+
+	(void)vol;
+	if (lost < 0 || lost >= (int)n_replicas)
+		return -22;
+	trace("cm: n%d asks to outdate %s (token %llu)", n->id, node, (unsigned long long)token);
+	for (unsigned i = 0; i < 64; i++) {
+		if (!oreq[i].pending) {
+			oreq[i] = (struct outdate_req){ n->id, lost, token, true };
+			try_outdate(&oreq[i]);
+			return 0;
+		}
+	}
+	return -11;
+}
+
+static void hook_changed(void *arg, struct repl_volume *vol)
+{
+	(void)arg;
+	(void)vol;
+}
+
+static int hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,
+			    size_t len)
+{
+	struct node *n = arg;
+
+	(void)vol;
+	(void)takeover;
+	if (!quorate_side(side[n->id]) || cm_outdated[n->id]) {
+		snprintf(why, len, "no quorum or Outdated");
+		return -1;
+	}
+	return 0;
+}
+
+static const struct repl_hooks hooks_tmpl = {
+	.outdate = hook_outdate,
+	.changed = hook_changed,
+	.may_promote = hook_may_promote,
+};
+
+static const uint8_t vol_uuid[16] = { 0x5e, 0xed, 1, 2, 3, 4, 0x40, 5, 0x80, 6, 7, 8, 9, 10, 11, 12 };
+static const uint8_t key[32] = "replsim shared secret, 32 bytes";
+
+int node_start(int i)
+{
+	struct node *n = &nodes[i];
+	struct repl_loop loop = { .ops = &sim_loop_ops, .data = (void *)(intptr_t)i };
+	struct repl_volume_config cfg = {
+		.name = "v", .backing = "/d/v.img", .meta = "/d/v.meta", .size = VOL_SIZE,
+		.io_threads = 1, .node = node_name(i), .listen_host = node_name(i),
+		.listen_port = "7000", .key = key, .key_len = sizeof(key),
+		.outdate_timeout_ms = 0, .uuid = vol_uuid,
+	};
+	struct repl_hooks h = hooks_tmpl;
+	int r;
+
+	for (unsigned j = 0; j < n_replicas; j++) {
+		if ((int)j == i)
+			continue;
+		cfg.peers[cfg.n_peers].node = node_name((int)j);
+		cfg.peers[cfg.n_peers].host = node_name((int)j);
+		cfg.peers[cfg.n_peers].port = "7000";
+		cfg.n_peers++;
+	}
+	h.arg = n;
+	n->id = i;
+	ON(i, r = repl_engine_new(&loop, &n->eng));
+	if (r < 0)
+		return r;
+	ON(i, repl_engine_set_hooks(n->eng, &h));
+	ON(i, r = repl_volume_add(n->eng, &cfg, &n->vol));
+	if (r < 0)
+		return r;
+	n->alive = true;
+	n->quorate = true;
+	n->incarnation++;
+	for (int j = 0; j < SIM_NODES; j++)
+		seen[i][j] = true;
+	return 0;
+}
+
+/* Power loss: nothing of the node's runs any more (its engine is
+ * abandoned, as a crashed process is), unflushed data goes. */
+void node_crash(int i, int mode)
+{
+	struct node *n = &nodes[i];
+
+	trace("FAULT crash n%d with power loss (%s)", i, mode ? "a random subset of unflushed "
+	      "sectors survives" : "all unflushed data lost");
+	n->alive = false;
+	sim_cancel_node(i);
+	sim_fd_forget_node(i);
+	sim_net_crash(i);
+	sim_disk_power_loss(i, mode);
+	oracle_crash(i);
+	n->eng = NULL;
+	n->vol = NULL;
+	if (cm_primary == i)
+		cm_primary = -1;
+}
+
+void cm_set_side(int i, int s)
+{
+	if (side[i] == s)
+		return;
+	side[i] = s;
+	for (int j = 0; j < SIM_NODES; j++)
+		if (j != i && side[j] != s)
+			sim_net_blackhole(i, j);
+}
+
+static void membership(void)
+{
+	for (int i = 0; i < (int)n_replicas; i++) {
+		struct node *n = &nodes[i];
+		bool q;
+
+		if (!n->alive)
+			continue;
+		for (int j = 0; j < (int)n_replicas; j++) {
+			bool r = reachable(i, j);
+			if (j == i || r == seen[i][j])
+				continue;
+			seen[i][j] = r;
+			if (!r) {
+				trace("cm: n%d hears that n%d left", i, j);
+				ON(i, repl_volume_peer_gone(n->vol, node_name(j)));
+			} else if (cm_outdated[j] && nodes[j].alive) {
+				ON(j, repl_volume_mark_outdated(nodes[j].vol));
+			}
+		}
+		q = quorate_side(side[i]);
+		if (q != n->quorate) {
+			n->quorate = q;
+			trace("cm: n%d %s quorum", i, q ? "has" : "lost");
+			ON(i, repl_volume_set_quorate(n->vol, q));
+		}
+	}
+}
+
+static void clear_outdated(void)
+{
+	struct repl_volume_status st;
+	int p = cm_primary;
+
+	if (p < 0 || !nodes[p].alive || !quorate_side(side[p]))
+		return;
+	ON(p, repl_volume_status(nodes[p].vol, &st));
+	for (unsigned k = 0; k < st.n_peers; k++) {
+		int j = st.peers[k].node[1] - '0';
+		if (!st.peers[k].in_sync || !cm_outdated[j])
+			continue;
+		trace("cm: n%d is in sync again, no longer Outdated", j);
+		cm_outdated[j] = false;
+		for (int o = 0; o < (int)n_replicas; o++) {
+			if (!nodes[o].alive || o == p)
+				continue;
+			if (o == j)
+				ON(o, repl_volume_uptodate_by(nodes[o].vol, node_name(p)));
+			else
+				ON(o, repl_volume_peer_uptodate(nodes[o].vol, node_name(j)));
+		}
+	}
+}
+
+/* A new Primary writes without the replicas it is not connected to: the
+ * cluster records them Outdated at once (fencing at promotion; the
+ * engine's outdate hook covers only peers lost while Primary). */
+static void outdate_absent(int p)
+{
+	struct repl_volume_status st;
+
+	repl_volume_status(nodes[p].vol, &st);
+	for (unsigned k = 0; k < st.n_peers; k++) {
+		int j = st.peers[k].node[1] - '0';
+		enum repl_link_state l = st.peers[k].link;
+
+		if (l == REPL_LINK_CONNECTED || l == REPL_LINK_SYNC_SOURCE || cm_outdated[j])
+			continue;
+		trace("cm: n%d is not connected to the new Primary: Outdated", j);
+		cm_outdated[j] = true;
+		if (nodes[j].alive && reachable(p, j))
+			ON(j, repl_volume_mark_outdated(nodes[j].vol));
+	}
+}
+
+static void roles(void)
+{
+	char why[200];
+	int qs = -1;
+
+	for (int s = 0; s < 2; s++)
+		if (quorate_side(s))
+			qs = s;
+	if (qs < 0)
+		return;
+	/* a Primary that came back to a cluster with another one */
+	for (int i = 0; i < (int)n_replicas; i++) {
+		if (!nodes[i].alive || side[i] != qs || i == cm_primary ||
+		    repl_volume_role(nodes[i].vol) != REPL_PRIMARY)
+			continue;
+		if (i != last_promoted) {
+			trace("cm: n%d is a stale Primary (n%d was promoted since): step down", i,
+			      last_promoted);
+			ON(i, repl_volume_step_down(nodes[i].vol));
+		} else {
+			cm_primary = i;	/* it kept the role through a short cut */
+		}
+	}
+	if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs &&
+	    repl_volume_role(nodes[cm_primary].vol) == REPL_PRIMARY)
+		return;
+	if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs)
+		cm_primary = -1;	/* it stepped down by itself */
+	for (int i = 0; i < (int)n_replicas; i++) {
+		int r;
+
+		if (!nodes[i].alive || side[i] != qs || cm_outdated[i])
+			continue;
+		if (failovers >= max_failovers && bootstrapped)
+			return;
+		ON(i, r = repl_volume_promote(nodes[i].vol, !bootstrapped, why, sizeof(why)));
+		if (r < 0) {
+			trace("cm: n%d cannot be promoted: %s", i, why);
+			continue;
+		}
+		trace("cm: promoted n%d%s", i, bootstrapped ? "" : " (bootstrap, forced)");
+		outdate_absent(i);
+		if (bootstrapped)
+			failovers++;
+		bootstrapped = true;
+		cm_primary = i;
+		last_promoted = i;
+		oracle_promoted(i);
+		return;
+	}
+}
+
+void cm_tick(void *a, uint64_t b)
+{
+	(void)a;
+	(void)b;
+	membership();
+	for (unsigned i = 0; i < 64; i++)
+		if (oreq[i].pending)
+			try_outdate(&oreq[i]);
+	clear_outdated();
+	roles();
+}
+
+static void cm_periodic(void *a, uint64_t b)
+{
+	cm_tick(a, b);
+	sim_at(sim_now + 200 * SIM_MS, -1, cm_periodic, NULL, 0);
+}
+
+void cluster_init(unsigned replicas)
+{
+	n_replicas = replicas;
+	memset(nodes, 0, sizeof(nodes));
+	memset(side, 0, sizeof(side));
+	memset(cm_outdated, 0, sizeof(cm_outdated));
+	memset(oreq, 0, sizeof(oreq));
+	cm_primary = -1;
+	last_promoted = -1;
+	failovers = 0;
+	bootstrapped = false;
+	sim_reachable = reachable;
+	sim_at(sim_now + 300 * SIM_MS, -1, cm_periodic, NULL, 0);
+}
+
+bool cm_outdated_node(int i)
+{
+	return cm_outdated[i];
+}

@@ -1,0 +1,425 @@
+/* oracle.c: the client workload and the invariants it checks.
+ *
+ * The client sends writes (some FUA), FLUSH, TRIM, WRITE_ZEROES and reads
+ * to whichever replica the cluster made Primary, through the engine's
+ * request path (repl__volume_io, what an NBD request becomes), never two
+ * at once to one 4 KiB block, so that the writes to a block are ordered.
+ * Every 512-byte sector written carries the write's id, so a read says
+ * which version it saw.  A block's floor is its newest write that must
+ * survive: acknowledged and either durable (FUA, or a FLUSH acknowledged
+ * after it) or held by a replica that has not lost power since (the
+ * acknowledging Primary and the peers it reported in sync then).  A read
+ * may see the floor or a later version of every sector, nothing older.
+ * Also: each request is answered once; two Primaries never acknowledge
+ * writes in one generation; and at the end, after every fault healed,
+ * the replicas are byte-identical and every request was answered. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "meta.h"
+#include "repl_int.h"
+#include "replsim.h"
+
+unsigned stat_ops, stat_acked, stat_failed;
+
+enum op_type { OP_WRITE, OP_FLUSH, OP_TRIM, OP_ZERO, OP_READ };
+static const char *op_names[] = { "WRITE", "FLUSH", "TRIM", "WRITE_ZEROES", "READ" };
+
+struct op {
+	struct repl_io io;	/* first: container of */
+	enum op_type type;
+	uint64_t id;		/* write version (0 for TRIM/ZERO content) */
+	uint64_t seq;
+	unsigned blk, nblk;
+	int node;
+	unsigned incarnation;
+	bool fua;
+	unsigned replies;
+	bool orphan;		/* its node crashed: no reply will come */
+	bool acked, durable;
+	uint8_t holders;
+	uint64_t ack_seq, flush_cover;
+	uint64_t issued;
+	uint8_t *buf;
+};
+
+struct ver {
+	struct op *op;		/* NULL: the initial zeroes */
+	uint64_t id;
+};
+
+struct blk {
+	struct ver *v;
+	unsigned n, cap;
+	bool busy;
+};
+
+static struct blk blks[NBLK];
+static struct op **ops;
+static unsigned n_ops, cap_ops;
+static uint64_t next_id, ack_counter;
+static bool running;
+static unsigned inflight;
+static struct {
+	uint64_t gen;
+	int node;
+} gens[256];
+static unsigned n_gens;
+
+void fail(const char *kind, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("seed %" PRIu64 ": VIOLATION %s at t=%.6f: ", run_seed, kind, (double)sim_now / 1e9);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	printf("\n  replay: replsim --seed %" PRIu64 " --trace\n", run_seed);
+	fflush(stdout);
+	_exit(strcmp(kind, "liveness") ? 1 : 3);
+}
+
+static void add_ver(unsigned b, struct op *o, uint64_t id)
+{
+	struct blk *k = &blks[b];
+
+	if (k->n == k->cap && !(k->v = realloc(k->v, (k->cap = k->cap ? 2 * k->cap : 8) *
+					       sizeof(*k->v))))
+		exit(2);
+	k->v[k->n++] = (struct ver){ o, id };
+}
+
+void oracle_reset(void)
+{
+	for (unsigned b = 0; b < NBLK; b++) {
+		free(blks[b].v);
+		blks[b] = (struct blk){ 0 };
+		add_ver(b, NULL, 0);
+	}
+	for (unsigned i = 0; i < n_ops; i++) {
+		free(ops[i]->buf);
+		free(ops[i]);
+	}
+	n_ops = 0;
+	next_id = 1;
+	ack_counter = 0;
+	inflight = 0;
+	n_gens = 0;
+	stat_ops = stat_acked = stat_failed = 0;
+}
+
+static bool protected(const struct ver *v)
+{
+	return !v->op || (v->op->acked && (v->op->durable || v->op->holders));
+}
+
+static unsigned floor_of(unsigned b)
+{
+	for (unsigned i = blks[b].n; i-- > 0;)
+		if (protected(&blks[b].v[i]))
+			return i;
+	return 0;
+}
+
+static void fill(uint8_t *p, uint64_t id, unsigned b)
+{
+	for (unsigned s = 0; s < BLOCK / 512; s++) {
+		uint8_t *sec = p + s * 512;
+		uint64_t tag = (uint64_t)b * 8 + s;
+		memset(sec, (int)(id * 31 + b), 512);
+		memcpy(sec, &id, 8);
+		memcpy(sec + 8, &tag, 8);
+	}
+}
+
+/* Checks what a read of block b returned (sector by sector) against what
+ * may be there. */
+static void check_block(unsigned b, const uint8_t *p, const char *what)
+{
+	unsigned fl = floor_of(b);
+
+	for (unsigned s = 0; s < BLOCK / 512; s++) {
+		const uint8_t *sec = p + s * 512;
+		uint64_t id = 0, tag;
+		bool zero = true, ok = false;
+		uint8_t want[BLOCK];
+
+		for (unsigned i = 0; i < 512 && zero; i++)
+			zero = sec[i] == 0;
+		if (!zero) {
+			memcpy(&id, sec, 8);
+			memcpy(&tag, sec + 8, 8);
+			fill(want, id, b);
+			if (tag != (uint64_t)b * 8 + s || memcmp(sec, want + s * 512, 512) || !id)
+				fail("data", "%s: block %u sector %u holds data no write put there",
+				     what, b, s);
+		}
+		for (unsigned i = fl; i < blks[b].n && !ok; i++)
+			ok = blks[b].v[i].id == id;
+		if (!ok) {
+			const struct ver *f = &blks[b].v[fl];
+			fail("lost-write", "%s: block %u sector %u holds version %" PRIu64
+			     " but version %" PRIu64 " (%s%s, acknowledged by n%d) must be there "
+			     "or newer", what, b, s, id, f->id,
+			     f->op ? op_names[f->op->type] : "initial",
+			     f->op && f->op->durable ? ", durable" : ", not flushed",
+			     f->op ? f->op->node : -1);
+		}
+	}
+}
+
+static void check_gen(int node)
+{
+	uint64_t g = meta_get(nodes[node].vol->meta)->gen_current;
+
+	for (unsigned i = 0; i < n_gens; i++) {
+		if (gens[i].gen != g)
+			continue;
+		if (gens[i].node != node)
+			fail("two-primaries", "n%d and n%d both acknowledged writes in "
+			     "generation %016" PRIx64, gens[i].node, node, g);
+		return;
+	}
+	if (n_gens < 256)
+		gens[n_gens++] = (typeof(gens[0])){ g, node };
+}
+
+static uint8_t in_sync_holders(int node)
+{
+	struct repl_volume_status st;
+	uint8_t h = (uint8_t)(1u << node);
+
+	repl_volume_status(nodes[node].vol, &st);
+	for (unsigned k = 0; k < st.n_peers; k++)
+		if (st.peers[k].in_sync)
+			h |= (uint8_t)(1u << (st.peers[k].node[1] - '0'));
+	return h;
+}
+
+static void op_done(struct repl_io *io)
+{
+	struct op *o = (struct op *)io;
+
+	if (o->orphan)
+		fail("reply", "%s %" PRIu64 " answered by n%d after it crashed", op_names[o->type],
+		     o->seq, o->node);
+	if (++o->replies > 1)
+		fail("reply", "%s %" PRIu64 " answered twice", op_names[o->type], o->seq);
+	inflight--;
+	for (unsigned i = 0; i < o->nblk; i++)
+		blks[o->blk + i].busy = false;
+	trace("client: %s #%" PRIu64 " blk %u+%u -> %d", op_names[o->type], o->seq, o->blk,
+	      o->nblk, io->result);
+	if (io->result < 0) {
+		stat_failed++;
+	} else if (o->type == OP_READ) {
+		for (unsigned i = 0; i < o->nblk; i++)
+			check_block(o->blk + i, o->buf + (size_t)i * BLOCK, "read from the Primary");
+	} else {
+		stat_acked++;
+		o->acked = true;
+		check_gen(o->node);
+		if (o->type == OP_FLUSH) {
+			/* what the flushing Primary still holds (a write lost
+			 * with a power loss before the flush stays lost) */
+			for (unsigned i = 0; i < n_ops; i++)
+				if (ops[i]->acked && ops[i]->ack_seq <= o->flush_cover &&
+				    (ops[i]->holders & (1u << o->node)))
+					ops[i]->durable = true;
+		} else {
+			o->ack_seq = ++ack_counter;
+			o->durable = o->fua;
+			o->holders = in_sync_holders(o->node);
+		}
+	}
+}
+
+static struct op *op_new(enum op_type t, unsigned b, unsigned nb)
+{
+	struct op *o = calloc(1, sizeof(*o));
+
+	if (!o || (n_ops == cap_ops &&
+		   !(ops = realloc(ops, (cap_ops = cap_ops ? 2 * cap_ops : 256) * sizeof(*ops)))))
+		exit(2);
+	ops[n_ops++] = o;
+	o->type = t;
+	o->blk = b;
+	o->nblk = nb;
+	o->seq = n_ops;
+	o->io.done = op_done;
+	o->io.offset = (uint64_t)b * BLOCK;
+	o->io.len = nb * BLOCK;
+	return o;
+}
+
+static void submit(struct op *o, int node)
+{
+	o->node = node;
+	o->incarnation = nodes[node].incarnation;
+	o->issued = sim_now;
+	inflight++;
+	stat_ops++;
+	for (unsigned i = 0; i < o->nblk; i++)
+		blks[o->blk + i].busy = true;
+	trace("client: %s%s #%" PRIu64 " blk %u+%u to n%d", op_names[o->type],
+	      o->fua ? "+FUA" : "", o->seq, o->blk, o->nblk, node);
+	{
+		int sv = sim_cur;
+		sim_cur = node;
+		repl__volume_io(nodes[node].vol, &o->io);
+		sim_cur = sv;
+	}
+}
+
+static void issue_one(void)
+{
+	int p = cm_primary;
+	unsigned b, nb, r = (unsigned)rnd_below(100);
+	enum op_type t;
+	struct op *o;
+
+	if (p < 0 || !nodes[p].alive || inflight >= 4)
+		return;
+	t = r < 50 ? OP_WRITE : r < 58 ? OP_FLUSH : r < 63 ? OP_TRIM : r < 68 ? OP_ZERO : OP_READ;
+	if (t == OP_FLUSH) {
+		o = op_new(t, 0, 0);
+		o->io.op = REPL_IO_FLUSH;
+		o->flush_cover = ack_counter;
+		submit(o, p);
+		return;
+	}
+	nb = 1 + (unsigned)rnd_below(4);
+	b = (unsigned)rnd_below(NBLK - nb + 1);
+	/* a few hot blocks, so that versions pile up */
+	if (rnd_chance(400))
+		b = (unsigned)rnd_below(8) * 16;
+	for (unsigned i = 0; i < nb; i++)
+		if (blks[b + i].busy)
+			return;
+	o = op_new(t, b, nb);
+	o->buf = calloc(nb, BLOCK);
+	if (!o->buf)
+		exit(2);
+	o->io.buf = o->buf;
+	if (t == OP_WRITE) {
+		o->id = next_id++;
+		o->fua = rnd_chance(200);
+		if (o->fua)
+			o->io.flags |= REPL_IO_FUA;
+		o->io.op = REPL_IO_WRITE;
+		for (unsigned i = 0; i < nb; i++) {
+			fill(o->buf + (size_t)i * BLOCK, o->id, b + i);
+			add_ver(b + i, o, o->id);
+		}
+	} else if (t == OP_READ) {
+		o->io.op = REPL_IO_READ;
+	} else {
+		o->io.op = t == OP_TRIM ? REPL_IO_TRIM : REPL_IO_ZERO;
+		for (unsigned i = 0; i < nb; i++)
+			add_ver(b + i, o, 0);
+	}
+	submit(o, p);
+}
+
+static void schedule_next(void);
+
+static void issue_ev(void *a, uint64_t b)
+{
+	(void)a;
+	(void)b;
+	if (!running)
+		return;
+	issue_one();
+	schedule_next();
+}
+
+static void schedule_next(void)
+{
+	sim_at(sim_now + 2 * SIM_MS + rnd_below(60 * SIM_MS), -1, issue_ev, NULL, 0);
+}
+
+void workload_start(void)
+{
+	running = true;
+	schedule_next();
+}
+
+void workload_stop(void)
+{
+	running = false;
+}
+
+unsigned workload_pending(void)
+{
+	return inflight;
+}
+
+void oracle_crash(int node)
+{
+	for (unsigned i = 0; i < n_ops; i++) {
+		struct op *o = ops[i];
+
+		if (o->acked && !o->durable)
+			o->holders &= (uint8_t)~(1u << node);
+		if (o->node == node && !o->replies && !o->orphan && o->issued) {
+			/* the client's connection died with it: no reply */
+			o->orphan = true;
+			inflight--;
+			for (unsigned k = 0; k < o->nblk; k++)
+				blks[o->blk + k].busy = false;
+		}
+	}
+}
+
+/* A replica just became Primary: it must hold every write that must
+ * survive (it was UpToDate). */
+void oracle_promoted(int node)
+{
+	uint64_t size;
+	const uint8_t *d = sim_disk_view(node, "/d/v.img", &size);
+
+	if (!d || size < VOL_SIZE)
+		fail("data", "n%d promoted without a backing of the volume's size", node);
+	for (unsigned b = 0; b < NBLK; b++)
+		if (!blks[b].busy)
+			check_block(b, d + (size_t)b * BLOCK, "the data of a replica promoted");
+}
+
+/* After every fault healed and the cluster settled: every request was
+ * answered, the Primary's data is right, every replica equals it. */
+void oracle_final(void)
+{
+	int p = cm_primary;
+	uint64_t size;
+	const uint8_t *pd;
+
+	for (unsigned i = 0; i < n_ops; i++) {
+		struct op *o = ops[i];
+		if (!o->orphan && !o->replies)
+			fail("reply", "%s #%" PRIu64 " to n%d (issued at %.3f s) never answered",
+			     op_names[o->type], o->seq, o->node, (double)o->issued / 1e9);
+	}
+	pd = sim_disk_view(p, "/d/v.img", &size);
+	for (unsigned b = 0; b < NBLK; b++)
+		check_block(b, pd + (size_t)b * BLOCK, "the Primary's data at the end");
+	for (int i = 0; i < (int)n_replicas; i++) {
+		uint64_t s2;
+		const uint8_t *d = sim_disk_view(i, "/d/v.img", &s2);
+
+		if (i == p)
+			continue;
+		if (s2 != size || memcmp(d, pd, size)) {
+			uint64_t off = 0;
+			while (off < size && off < s2 && d[off] == pd[off])
+				off++;
+			fail("diverged", "after heal and resync n%d differs from the Primary n%d "
+			     "at byte %" PRIu64 " (block %" PRIu64 ")", i, p, off, off / BLOCK);
+		}
+	}
+}

@@ -1,0 +1,339 @@
+/* replsim.c: the deterministic simulator of the replicated engine.
+ *
+ *   replsim --seed N [--trace]        one run, replayed exactly
+ *   replsim --runs K [--from S] [-j J]  seeds S..S+K-1, each in a child
+ *
+ * A run: 2 or 3 replicas of one volume (the seed says), bootstrapped in
+ * sync; a client workload on the Primary; faults chosen by the seed (link
+ * cuts, partitions, message delay, crashes with power loss and restarts,
+ * disk EIO, slow disks; the cluster manager promotes a survivor); then
+ * every fault healed and the run must settle: one Primary, every replica
+ * in sync, every request answered, replicas byte-identical (oracle.c).
+ * Exit status: 0 all runs passed, 1 an invariant was violated, 3 only
+ * liveness (did not settle) failed. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "replsim.h"
+#include "sys.h"
+
+unsigned max_failovers = 2;
+static uint64_t run_len = 8000 * SIM_MS;
+static unsigned n_faults;
+static bool sweeping;
+static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */	/* only failures are printed */
+
+static void log_sink(int level, const char *msg, void *data)
+{
+	(void)level;
+	(void)data;
+	trace("%s", msg);
+}
+
+static void restart_ev(void *a, uint64_t b)
+{
+	int i = (int)b;
+
+	(void)a;
+	if (nodes[i].alive)
+		return;
+	trace("FAULT over: n%d restarts", i);
+	if (node_start(i) < 0)
+		fail("restart", "n%d cannot open its volume after a crash", i);
+	cm_tick(NULL, 0);
+}
+
+static void heal_side_ev(void *a, uint64_t b)
+{
+	(void)a;
+	trace("FAULT over: n%d rejoins", (int)b);
+	cm_set_side((int)b, 0);
+	cm_tick(NULL, 0);
+}
+
+static void disk_ok_ev(void *a, uint64_t b)
+{
+	(void)a;
+	trace("FAULT over: n%d's disk is healthy", (int)b);
+	sim_diskcfg.eio_permille[b] = 0;
+	sim_diskcfg.slow[b] = false;
+}
+
+static void delay_ok_ev(void *a, uint64_t b)
+{
+	(void)a;
+	(void)b;
+	trace("FAULT over: network delay normal");
+	sim_netcfg.delay_max = 2 * SIM_MS;
+}
+
+static bool may_lose_primary(int i)
+{
+	return i != cm_primary || failovers < max_failovers;
+}
+
+static void fault_ev(void *a, uint64_t b)
+{
+	unsigned k = (unsigned)rnd_below(100);
+	int i = (int)rnd_below(n_replicas), j = (int)rnd_below(n_replicas);
+	uint64_t dur = 200 * SIM_MS + rnd_below(5000 * SIM_MS);
+
+	(void)a;
+	(void)b;
+	if (sim_now >= run_len)
+		return;
+	sim_at(sim_now + 300 * SIM_MS + rnd_below(3000 * SIM_MS), -1, fault_ev, NULL, 0);
+	n_faults++;
+	if (k < 20) {
+		if (i == j)
+			j = (i + 1) % (int)n_replicas;
+		trace("FAULT link cut n%d-n%d", i, j);
+		sim_net_cut(i, j);
+	} else if (k < 40) {
+		int v = (int)rnd_below(SIM_NODES);
+		bool busy = false;
+		for (int x = 0; x < SIM_NODES; x++)
+			busy |= side[x] != 0;
+		if (busy || !may_lose_primary(v))
+			return;
+		trace("FAULT partition: n%d cut off from the others for %.3f s", v,
+		      (double)dur / 1e9);
+		cm_set_side(v, 1);
+		sim_at(sim_now + dur, -1, heal_side_ev, NULL, (uint64_t)v);
+		sim_at(sim_now + 100 * SIM_MS + rnd_below(1500 * SIM_MS), -1, cm_tick, NULL, 0);
+	} else if (k < 60) {
+		if (!nodes[i].alive || !may_lose_primary(i))
+			return;
+		node_crash(i, (int)rnd_below(2));
+		sim_at(sim_now + dur, -1, restart_ev, NULL, (uint64_t)i);
+		sim_at(sim_now + 100 * SIM_MS + rnd_below(1500 * SIM_MS), -1, cm_tick, NULL, 0);
+	} else if (k < 72) {
+		if (no_eio)
+			return;
+		sim_diskcfg.eio_permille[i] = 20 + (unsigned)rnd_below(300);
+		trace("FAULT n%d's disk fails %u/1000 writes and flushes for %.3f s", i,
+		      sim_diskcfg.eio_permille[i], (double)dur / 1e9);
+		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+	} else if (k < 86) {
+		sim_diskcfg.slow[i] = true;
+		trace("FAULT n%d's disk is slow for %.3f s", i, (double)dur / 1e9);
+		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+	} else {
+		sim_netcfg.delay_max = 20 * SIM_MS + rnd_below(500 * SIM_MS);
+		trace("FAULT network delay up to %.3f s for %.3f s",
+		      (double)sim_netcfg.delay_max / 1e9, (double)dur / 1e9);
+		sim_at(sim_now + dur, -1, delay_ok_ev, NULL, 0);
+	}
+}
+
+/* Is the cluster settled: one Primary, every replica in sync with it, no
+ * request waiting? */
+static bool settled(const char **why)
+{
+	struct repl_volume_status st;
+	int p = cm_primary;
+
+	if (p < 0 || !nodes[p].alive) {
+		*why = "no Primary";
+		return false;
+	}
+	repl_volume_status(nodes[p].vol, &st);
+	for (unsigned k = 0; k < st.n_peers; k++) {
+		if (!st.peers[k].in_sync) {
+			*why = "a replica is not in sync";
+			return false;
+		}
+	}
+	if (workload_pending()) {
+		*why = "requests unanswered";
+		return false;
+	}
+	return true;
+}
+
+static void dump_status(void)
+{
+	for (int i = 0; i < (int)n_replicas; i++) {
+		struct repl_volume_status st;
+
+		if (!nodes[i].alive) {
+			printf("  n%d: down\n", i);
+			continue;
+		}
+		repl_volume_status(nodes[i].vol, &st);
+		printf("  n%d: %s %s%s%s", i, st.role, st.disk, st.io_frozen ? " frozen" : "",
+		       cm_outdated_node(i) ? " (cluster: Outdated)" : "");
+		for (unsigned k = 0; k < st.n_peers; k++)
+			printf("; %s %s %s oos=%" PRIu64 "%s%s%s", st.peers[k].node,
+			       st.peers[k].link_name, st.peers[k].peer_disk,
+			       st.peers[k].out_of_sync_bytes, st.peers[k].in_sync ? " in-sync" : "",
+			       st.peers[k].reason[0] ? " why: " : "", st.peers[k].reason);
+		printf("\n");
+	}
+}
+
+static int run(uint64_t seed)
+{
+	const char *why = "";
+	uint64_t deadline;
+
+	run_seed = seed;
+	sim_seed(seed);
+	sim_env_reset();
+	sim_net_reset();
+	sim_disk_reset();
+	oracle_reset();
+	repl_sys_set(sim_sys_ops());
+	rlog_set_sink(log_sink, NULL);
+	rlog_set_level(sim_tracing ? LOG_INFO : -1);
+	n_faults = 0;
+	cluster_init(2 + (unsigned)rnd_below(2));
+	sim_netcfg.dup_connect_permille = 50;
+	trace("run: seed %" PRIu64 ", %u replicas, at most %u failovers", seed, n_replicas,
+	      max_failovers);
+	for (int i = 0; i < (int)n_replicas; i++)
+		if (node_start(i) < 0)
+			fail("start", "n%d cannot create its volume", i);
+	/* bootstrap: wait for the first resync */
+	deadline = sim_now + 120000 * SIM_MS;
+	while (sim_step() && sim_now < deadline && !settled(&why))
+		;
+	if (!settled(&why))
+		fail("liveness", "the cluster never got in sync at the start: %s", why);
+	trace("run: in sync, workload and faults start");
+	workload_start();
+	run_len += sim_now;
+	sim_at(sim_now + rnd_below(1000 * SIM_MS), -1, fault_ev, NULL, 0);
+	while (sim_now < run_len && sim_step())
+		;
+	/* heal everything */
+	trace("run: healing every fault");
+	workload_stop();
+	for (int i = 0; i < SIM_NODES; i++) {
+		sim_diskcfg.eio_permille[i] = 0;
+		sim_diskcfg.slow[i] = false;
+		cm_set_side(i, 0);
+	}
+	sim_netcfg.delay_max = 2 * SIM_MS;
+	for (int i = 0; i < (int)n_replicas; i++)
+		if (!nodes[i].alive)
+			restart_ev(NULL, (uint64_t)i);
+	cm_tick(NULL, 0);
+	deadline = sim_now + 300000 * SIM_MS;
+	while (sim_step() && sim_now < deadline && !settled(&why))
+		;
+	if (!settled(&why)) {
+		printf("seed %" PRIu64 ": status after heal:\n", seed);
+		dump_status();
+		fail("liveness", "not settled 300 s after every fault healed: %s", why);
+	}
+	oracle_final();
+	if (!sweeping)
+		printf("seed %" PRIu64 ": ok (%u replicas, %u requests, %u acknowledged, %u failed, "
+	       "%u faults, %u failovers, %.1f s simulated)\n", seed, n_replicas, stat_ops,
+	       stat_acked, stat_failed, n_faults, failovers, (double)sim_now / 1e9);
+	return 0;
+}
+
+static int sweep(uint64_t from, uint64_t runs, unsigned jobs)
+{
+	unsigned running = 0, bad = 0, live = 0;
+	uint64_t next = from, done = 0;
+	pid_t pids[64];
+	uint64_t seeds[64];
+
+	if (jobs > 64)
+		jobs = 64;
+	while (done < runs) {
+		uint64_t seed = 0;
+		int st;
+		pid_t pid;
+
+		while (running < jobs && next < from + runs) {
+			uint64_t s = next++;
+			pid = fork();
+			if (pid < 0) {
+				perror("fork");
+				return 2;
+			}
+			if (pid == 0) {
+				sweeping = true;
+				run(s);
+				_exit(0);
+			}
+			pids[running] = pid;
+			seeds[running++] = s;
+		}
+		pid = wait(&st);
+		if (pid < 0)
+			break;
+		for (unsigned k = 0; k < running; k++) {
+			if (pids[k] == pid) {
+				seed = seeds[k];
+				pids[k] = pids[running - 1];
+				seeds[k] = seeds[running - 1];
+				running--;
+				break;
+			}
+		}
+		done++;
+		if (WIFEXITED(st) && WEXITSTATUS(st) == 0)
+			continue;
+		(WIFEXITED(st) && WEXITSTATUS(st) == 3) ? live++ : bad++;
+		if (!WIFEXITED(st))
+			printf("seed %" PRIu64 ": VIOLATION crash: the run died of signal %d\n",
+			       seed, WTERMSIG(st));
+	}
+	printf("replsim: %" PRIu64 " runs from seed %" PRIu64 ": %u violated an invariant, %u "
+	       "did not settle\n", runs, from, bad, live);
+	return bad ? 1 : live ? 3 : 0;
+}
+
+int main(int argc, char **argv)
+{
+	uint64_t seed = 1, runs = 0, from = 1;
+	unsigned jobs = 1;
+
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "--trace")) {
+			sim_tracing = true;
+		} else if (!strcmp(a, "--no-eio")) {
+			no_eio = true;
+		} else if (!strcmp(a, "--seed") && v) {
+			seed = strtoull(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--runs") && v) {
+			runs = strtoull(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--from") && v) {
+			from = strtoull(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "-j") && v) {
+			jobs = (unsigned)strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--failovers") && v) {
+			max_failovers = (unsigned)strtoul(v, NULL, 0);
+			i++;
+		} else if (!strcmp(a, "--time") && v) {
+			run_len = strtoull(v, NULL, 0) * SIM_MS;
+			i++;
+		} else {
+			fprintf(stderr, "usage: replsim --seed N [--trace] | --runs K [--from S] "
+				"[-j J]  [--failovers F] [--time MS] [--no-eio]\n");
+			return 2;
+		}
+	}
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (runs)
+		return sweep(from, runs, jobs ? jobs : 1);
+	return run(seed);
+}

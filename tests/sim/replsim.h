@@ -1,0 +1,46 @@
+/* replsim.h: the simulated cluster (cluster.c) and the oracle that checks
+ * the invariants (oracle.c), as replsim.c drives them. */
+#ifndef REPLSIM_REPLSIM_H
+#define REPLSIM_REPLSIM_H
+
+#include "sim.h"
+
+#define VOL_SIZE (UINT64_C(1) << 20)
+#define BLOCK 4096u
+#define NBLK (VOL_SIZE / BLOCK)
+
+struct node {
+	int id;
+	bool alive, quorate;
+	unsigned incarnation;
+	struct repl_engine *eng;
+	struct repl_volume *vol;
+};
+
+extern struct node nodes[SIM_NODES];
+extern unsigned n_replicas;
+extern int side[SIM_NODES];
+extern int cm_primary;
+extern unsigned failovers, max_failovers;
+
+const char *node_name(int i);
+bool quorate_side(int s);
+int node_start(int i);
+void node_crash(int i, int mode);
+void cm_set_side(int i, int s);
+void cm_tick(void *a, uint64_t b);
+void cluster_init(unsigned replicas);
+bool cm_outdated_node(int i);
+
+/* oracle.c */
+void fail(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
+void oracle_reset(void);
+void oracle_crash(int node);
+void oracle_promoted(int node);
+void workload_start(void);
+void workload_stop(void);
+unsigned workload_pending(void);
+void oracle_final(void);
+extern unsigned stat_ops, stat_acked, stat_failed;
+
+#endif

@@ -1,0 +1,483 @@
+/* sim_disk.c: each node's simulated file system (the backing and the
+ * metadata file), and the table of seams (sys.h) the simulator installs.
+ *
+ * A file keeps what is durable apart from what was written since the last
+ * flush (the page cache and the disk's volatile cache in one): a read sees
+ * both, fsync/fdatasync or a FUA write make it durable, and a power loss
+ * drops it, or keeps a random subset of its 512-byte sectors (a torn
+ * write).  Size changes, renames and unlinks are durable at once (the
+ * engine fsyncs the directory after each anyway).  A node's disk can fail
+ * writes and flushes with EIO, at a seeded rate; reads never fail. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdint.h>
+#include <linux/falloc.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+#include "sim.h"
+#include "sys.h"
+
+struct sim_diskcfg sim_diskcfg;
+
+struct pend {
+	struct pend *next;
+	uint64_t off, len;
+	uint8_t data[];
+};
+
+struct vfile {
+	struct vfile *next;
+	int node;
+	char *path;		/* NULL once unlinked */
+	bool dir;
+	uint8_t *cache, *durable;
+	uint64_t size;
+	struct pend *pend, **pend_tail;
+};
+
+struct vfd {
+	struct vfile *f;
+	bool open;
+};
+
+#define DISK_FD_BASE (SIM_FD_BASE + 200000)
+#define MAX_VFDS 16384
+static struct vfd vfds[MAX_VFDS];
+static int next_vfd;
+static struct vfile *files;
+static unsigned tmp_counter;
+
+static void pend_clear(struct vfile *f)
+{
+	while (f->pend) {
+		struct pend *p = f->pend;
+		f->pend = p->next;
+		free(p);
+	}
+	f->pend_tail = &f->pend;
+}
+
+void sim_disk_reset(void)
+{
+	while (files) {
+		struct vfile *f = files;
+		files = f->next;
+		pend_clear(f);
+		free(f->cache);
+		free(f->durable);
+		free(f->path);
+		free(f);
+	}
+	memset(vfds, 0, sizeof(vfds[0]) * (size_t)next_vfd);
+	next_vfd = 0;
+	tmp_counter = 0;
+	memset(&sim_diskcfg, 0, sizeof(sim_diskcfg));
+}
+
+static struct vfile *lookup(int node, const char *path)
+{
+	for (struct vfile *f = files; f; f = f->next)
+		if (f->node == node && f->path && !strcmp(f->path, path))
+			return f;
+	return NULL;
+}
+
+static struct vfile *vf(int fd)
+{
+	if (fd < DISK_FD_BASE || fd >= DISK_FD_BASE + next_vfd || !vfds[fd - DISK_FD_BASE].open)
+		return NULL;
+	return vfds[fd - DISK_FD_BASE].f;
+}
+
+static int fd_for(struct vfile *f)
+{
+	if (next_vfd >= MAX_VFDS) {
+		errno = EMFILE;
+		return -1;
+	}
+	vfds[next_vfd] = (struct vfd){ .f = f, .open = true };
+	return DISK_FD_BASE + next_vfd++;
+}
+
+static struct vfile *file_new(int node, const char *path, bool dir)
+{
+	struct vfile *f = calloc(1, sizeof(*f));
+
+	if (!f || !(f->path = strdup(path)))
+		exit(2);
+	f->node = node;
+	f->dir = dir;
+	f->pend_tail = &f->pend;
+	f->next = files;
+	files = f;
+	return f;
+}
+
+static void resize(struct vfile *f, uint64_t size)
+{
+	f->cache = realloc(f->cache, size ? size : 1);
+	f->durable = realloc(f->durable, size ? size : 1);
+	if (!f->cache || !f->durable)
+		exit(2);
+	if (size > f->size) {
+		memset(f->cache + f->size, 0, size - f->size);
+		memset(f->durable + f->size, 0, size - f->size);
+	}
+	f->size = size;
+}
+
+static bool eio(void)
+{
+	return sim_cur >= 0 && rnd_chance(sim_diskcfg.eio_permille[sim_cur]);
+}
+
+static void make_durable(struct vfile *f)
+{
+	if (f->pend)
+		trace("disk: %s durable", f->path ? f->path : "(unlinked)");
+	memcpy(f->durable, f->cache, f->size);
+	pend_clear(f);
+}
+
+static int write_at(struct vfile *f, const void *buf, uint64_t len, uint64_t off)
+{
+	struct pend *p;
+
+	if (off + len > f->size)
+		resize(f, off + len);
+	p = malloc(sizeof(*p) + len);
+	if (!p)
+		exit(2);
+	p->next = NULL;
+	p->off = off;
+	p->len = len;
+	if (buf)
+		memcpy(p->data, buf, len);
+	else
+		memset(p->data, 0, len);
+	memcpy(f->cache + off, p->data, len);
+	*f->pend_tail = p;
+	f->pend_tail = &p->next;
+	return 0;
+}
+
+void sim_disk_power_loss(int node, int mode)
+{
+	for (struct vfile *f = files; f; f = f->next) {
+		if (f->node != node || f->dir)
+			continue;
+		memcpy(f->cache, f->durable, f->size);
+		for (struct pend *p = mode ? f->pend : NULL; p; p = p->next) {
+			for (uint64_t s = 0; s < p->len; s += 512) {
+				uint64_t n = p->len - s < 512 ? p->len - s : 512;
+				if (rnd_chance(500) && p->off + s + n <= f->size)
+					memcpy(f->cache + p->off + s, p->data + s, n);
+			}
+		}
+		memcpy(f->durable, f->cache, f->size);
+		pend_clear(f);
+	}
+}
+
+const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size)
+{
+	struct vfile *f = lookup(node, path);
+
+	*size = f ? f->size : 0;
+	return f ? f->cache : NULL;
+}
+
+/* ---- the seams ---- */
+
+static uint64_t sim_now_ns(void)
+{
+	return sim_now;
+}
+
+static int sim_random(void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	for (size_t i = 0; i < len; i++)
+		p[i] = (uint8_t)rnd();
+	return 0;
+}
+
+static int d_open(const char *path, int flags, mode_t mode)
+{
+	struct vfile *f;
+
+	(void)mode;
+	if (flags & O_DIRECTORY)
+		return fd_for(file_new(sim_cur, path, true));
+	f = lookup(sim_cur, path);
+	if (f && (flags & O_CREAT) && (flags & O_EXCL)) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (!f && !(flags & O_CREAT)) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (!f)
+		f = file_new(sim_cur, path, false);
+	return fd_for(f);
+}
+
+static int d_close(int fd)
+{
+	if (simnet_owns(fd))
+		return simnet_close(fd);
+	if (!vf(fd)) {
+		errno = EBADF;
+		return -1;
+	}
+	vfds[fd - DISK_FD_BASE].open = false;
+	return 0;
+}
+
+static int d_dup(int fd)
+{
+	struct vfile *f = vf(fd);
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	return fd_for(f);
+}
+
+static int d_flock(int fd, int op)
+{
+	(void)op;
+	return vf(fd) ? 0 : -1;
+}
+
+static int d_fstat(int fd, struct stat *st)
+{
+	struct vfile *f = vf(fd);
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	memset(st, 0, sizeof(*st));
+	st->st_mode = f->dir ? S_IFDIR | 0700 : S_IFREG | 0600;
+	st->st_size = (off_t)f->size;
+	return 0;
+}
+
+static ssize_t d_pread(int fd, void *buf, size_t len, off_t off)
+{
+	struct vfile *f = vf(fd);
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if ((uint64_t)off >= f->size)
+		return 0;
+	if ((uint64_t)off + len > f->size)
+		len = (size_t)(f->size - (uint64_t)off);
+	memcpy(buf, f->cache + off, len);
+	return (ssize_t)len;
+}
+
+static ssize_t d_preadv2(int fd, void *buf, size_t len, off_t off, int rwflags)
+{
+	if (rwflags & RWF_NOWAIT) {
+		errno = EAGAIN;	/* never cached: every read goes to the pool */
+		return -1;
+	}
+	return d_pread(fd, buf, len, off);
+}
+
+static ssize_t d_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwflags)
+{
+	struct vfile *f = vf(fd);
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (eio()) {
+		errno = EIO;
+		return -1;
+	}
+	write_at(f, buf, len, (uint64_t)off);
+	if (!strcmp(f->path ? f->path : "", "/d/v.img"))
+		trace("disk: write %s at %jd+%zu", f->path, (intmax_t)off, len);
+	if (rwflags & RWF_DSYNC)
+		make_durable(f);
+	return (ssize_t)len;
+}
+
+static int d_sync(int fd)
+{
+	struct vfile *f = vf(fd);
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (f->dir)
+		return 0;
+	if (eio()) {
+		errno = EIO;
+		return -1;
+	}
+	make_durable(f);
+	return 0;
+}
+
+static int d_fallocate(int fd, int mode, off_t off, off_t len)
+{
+	struct vfile *f = vf(fd);
+	uint64_t end = (uint64_t)off + (uint64_t)len;
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	if (eio()) {
+		errno = EIO;
+		return -1;
+	}
+	if ((mode & FALLOC_FL_KEEP_SIZE) && end > f->size)
+		end = f->size;
+	if (end > (uint64_t)off)
+		write_at(f, NULL, end - (uint64_t)off, (uint64_t)off);
+	return 0;
+}
+
+static int d_ftruncate(int fd, off_t len)
+{
+	struct vfile *f = vf(fd);
+
+	if (!f) {
+		errno = EBADF;
+		return -1;
+	}
+	/* what was written beyond the new end is gone with it */
+	make_durable(f);
+	resize(f, (uint64_t)len);
+	return 0;
+}
+
+static int d_ioctl(int fd, unsigned long req, void *arg)
+{
+	(void)fd;
+	(void)req;
+	(void)arg;
+	errno = ENOTTY;
+	return -1;
+}
+
+static int d_renameat2(const char *from, const char *to, unsigned flags)
+{
+	struct vfile *f = lookup(sim_cur, from), *t = lookup(sim_cur, to);
+
+	if (!f) {
+		errno = ENOENT;
+		return -1;
+	}
+	if (t && (flags & RENAME_NOREPLACE)) {
+		errno = EEXIST;
+		return -1;
+	}
+	if (t) {
+		free(t->path);
+		t->path = NULL;
+	}
+	free(f->path);
+	if (!(f->path = strdup(to)))
+		exit(2);
+	return 0;
+}
+
+static int d_link(const char *from, const char *to)
+{
+	(void)from;
+	(void)to;
+	errno = EPERM;
+	return -1;
+}
+
+static int d_unlink(const char *path)
+{
+	struct vfile *f = lookup(sim_cur, path);
+
+	if (!f) {
+		errno = ENOENT;
+		return -1;
+	}
+	free(f->path);
+	f->path = NULL;
+	return 0;
+}
+
+static int d_access(const char *path, int mode)
+{
+	(void)mode;
+	if (lookup(sim_cur, path))
+		return 0;
+	errno = ENOENT;
+	return -1;
+}
+
+static int d_mkostemp(char *tmpl, int flags)
+{
+	size_t n = strlen(tmpl);
+
+	(void)flags;
+	if (n < 6) {
+		errno = EINVAL;
+		return -1;
+	}
+	snprintf(tmpl + n - 6, 7, "%06u", tmp_counter++ % 1000000);
+	return d_open(tmpl, O_RDWR | O_CREAT | O_EXCL, 0600);
+}
+
+static const struct repl_sys_ops sim_ops = {
+	.now_ns = sim_now_ns,
+	.random = sim_random,
+	.listen = simnet_listen,
+	.connect = simnet_connect,
+	.connect_error = simnet_connect_error,
+	.accept = simnet_accept,
+	.sendmsg = simnet_sendmsg,
+	.recv = simnet_recv,
+	.open = d_open,
+	.close = d_close,
+	.dup = d_dup,
+	.flock = d_flock,
+	.fstat = d_fstat,
+	.pread = d_pread,
+	.preadv2 = d_preadv2,
+	.pwritev2 = d_pwritev2,
+	.fsync = d_sync,
+	.fdatasync = d_sync,
+	.fallocate = d_fallocate,
+	.ftruncate = d_ftruncate,
+	.ioctl_blk = d_ioctl,
+	.renameat2 = d_renameat2,
+	.link = d_link,
+	.unlink = d_unlink,
+	.access = d_access,
+	.mkostemp = d_mkostemp,
+	.pool_kick = sim_pool_kick,
+	.pool_gone = sim_pool_gone,
+};
+
+const struct repl_sys_ops *sim_sys_ops(void)
+{
+	return &sim_ops;
+}
