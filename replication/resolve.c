@@ -20,6 +20,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "sys.h"
 #include "util.h"
 
 struct discard_job {
@@ -52,7 +53,7 @@ static int discard_copy(void *arg)
 	}
 	for (size_t i = 0; i < j->n && r == 0; i++) {
 		size_t len = (size_t)MIN(j->region_size, j->size - j->offsets[i]);
-		r = full_pread(j->src_fd, buf, len, (off_t)j->offsets[i]);
+		r = repl__full_pread(j->src_fd, buf, len, (off_t)j->offsets[i]);
 		if (r == 0)
 			r = full_pwrite(fd, buf, len, (off_t)j->offsets[i]);
 	}

@@ -72,23 +72,8 @@ int repl__store_open(const char *path, uint64_t create_size, int *fdp,
 
 static int store_write(int fd, struct repl_io *io)
 {
-	char *p = io->buf;
-	size_t len = io->len;
-	int rwflags = (io->flags & REPL_IO_FUA) ? RWF_DSYNC : 0;
-	off_t off = (off_t)io->offset;
-
-	while (len > 0) {
-		ssize_t n = repl__sys->pwritev2(fd, p, len, off, rwflags);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += n;
-	}
-	return 0;
+	return repl__full_pwritev2(fd, io->buf, io->len, (off_t)io->offset,
+				   (io->flags & REPL_IO_FUA) ? RWF_DSYNC : 0);
 }
 
 static int store_write_zero_buf(int fd, uint64_t off, uint64_t len)

@@ -199,12 +199,12 @@ int repl__full_pread(int fd, void *buf, size_t len, off_t off)
 	return 0;
 }
 
-int repl__full_pwrite(int fd, const void *buf, size_t len, off_t off)
+int repl__full_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwflags)
 {
 	const char *p = buf;
 
 	while (len > 0) {
-		ssize_t n = repl__sys->pwritev2(fd, p, len, off, 0);
+		ssize_t n = repl__sys->pwritev2(fd, p, len, off, rwflags);
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
@@ -215,4 +215,9 @@ int repl__full_pwrite(int fd, const void *buf, size_t len, off_t off)
 		off += n;
 	}
 	return 0;
+}
+
+int repl__full_pwrite(int fd, const void *buf, size_t len, off_t off)
+{
+	return repl__full_pwritev2(fd, buf, len, off, 0);
 }

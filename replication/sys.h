@@ -74,6 +74,8 @@ void repl_sys_set(const struct repl_sys_ops *ops);
 /* full_pread / full_pwrite over repl__sys: 0 or -errno (-EIO short). */
 int repl__full_pread(int fd, void *buf, size_t len, off_t off);
 int repl__full_pwrite(int fd, const void *buf, size_t len, off_t off);
+/* The same with pwritev2 flags (RWF_DSYNC for a FUA write). */
+int repl__full_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwflags);
 
 /* Simulator pools (pool_kick set): how many I/Os are queued, and run the
  * one at index i of the queue (its ->done runs before this returns). */
