@@ -1540,6 +1540,7 @@ static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
 	if ((pc->host && !p->host) || (pc->port && !p->port)) {
 		free(p->host);
 		free(p->port);
+		repl__unfl_free(p);
 		free(p);
 		return NULL;
 	}
@@ -1618,6 +1619,7 @@ void repl__peers_free(struct repl_volume *vol)
 			continue;
 		free(p->host);
 		free(p->port);
+		repl__unfl_free(p);
 		free(p);
 		vol->peers[i] = NULL;
 	}

@@ -6,6 +6,7 @@
 #define REPL_PEER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "gen.h"
@@ -61,6 +62,8 @@ struct peer {
 	uint64_t resync_sent_bytes;
 	/* as a target: bytes received by the running resync, since when */
 	uint64_t rs_recv_bytes, rs_recv_started_ms;
+	/* regions it acknowledged and may not have flushed (peer_unflushed.c) */
+	struct peer_unflushed *unfl;
 };
 
 /* A write (or trim, zero, flush) of the Primary on its way to every
@@ -97,6 +100,8 @@ struct vwrite {
 	 * to the first peer and reused for the others (crc_n known so far). */
 	uint32_t crc[VWRITE_MAX_FRAMES];
 	unsigned crc_n;
+	/* a FLUSH: its number on each peer it was sent to (peer_unflushed.c) */
+	uint64_t flush_no[REPL_MAX_PEERS];
 };
 
 /* peer.c */
@@ -149,6 +154,18 @@ bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t 
 void repl__rep_intent_start(struct repl_volume *vol);
 /* Without quorum: keep io until quorum returns (or the volume steps down). */
 void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
+
+/* peer_unflushed.c: regions p acknowledged since the last flush it
+ * confirmed.  note: p acknowledged a plain write of the range; true when
+ * the Primary should send a FLUSH to bound the set.  flush_sent numbers a
+ * FLUSH sent to p, flush_done says how p answered it.  lost: the link is gone,
+ * the regions go to p's bitmap (in memory; the caller makes it durable). */
+bool repl__unfl_note(struct peer *p, uint64_t offset, uint64_t len);
+uint64_t repl__unfl_flush_sent(struct peer *p);
+void repl__unfl_flush_done(struct peer *p, uint64_t flush_no, int result);
+size_t repl__unfl_count(const struct peer *p);
+void repl__unfl_lost(struct peer *p);
+void repl__unfl_free(struct peer *p);
 
 /* writecheck.c: does the Primary's write accounting add up?  Every write
  * in flight holds exactly one reference per thing it waits for (its local

@@ -360,6 +360,8 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 			unacked_append(p, w);
 			w->acks_left[i] = (unsigned)n;
 			w->pending++;
+			if (w->io->op == REPL_IO_FLUSH)
+				w->flush_no[i] = repl__unfl_flush_sent(p);
 		} else {
 			need = MAX(need, mark_missing(vol, i, w->io));
 			if (n < 0)
@@ -474,10 +476,33 @@ void repl__rep_intent_start(struct repl_volume *vol)
 		repl__timer_add(vol->eng, INTENT_SWEEP_MS, intent_sweep, vol, &vol->intent_timer);
 }
 
+static void unfl_flush_done(struct repl_io *io)
+{
+	free(io);
+}
+
+/* A FLUSH of our own, to every peer, so that what they acknowledged is
+ * known durable (peer_unflushed.c). */
+static void unfl_flush(struct repl_volume *vol)
+{
+	struct repl_io *io;
+
+	if (vol->role != REPL_PRIMARY || vol->closing || !vol->quorate)
+		return;
+	io = calloc(1, sizeof(*io));
+	if (!io)
+		return;		/* the set only grows: it stays correct */
+	io->op = REPL_IO_FLUSH;
+	io->done = unfl_flush_done;
+	repl__rep_io(vol, io);
+}
+
 void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 {
+	struct repl_volume *vol = p->vol;
 	struct vwrite *w;
 	uint64_t need;
+	bool kick = false;
 
 	for (w = p->unacked_head; w && w->seq != seq; w = w->pnext[p->idx])
 		;
@@ -491,6 +516,10 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		return;		/* more frames of this write to come */
 	result = w->peer_error[p->idx];
 	unacked_unlink(p, w);
+	if (w->io->op == REPL_IO_FLUSH)
+		repl__unfl_flush_done(p, w->flush_no[p->idx], result);
+	else if (result == 0 && io_changes_data(w->io->op) && !(w->io->flags & REPL_IO_FUA))
+		kick = repl__unfl_note(p, w->io->offset, w->io->len);
 	if (result == 0)
 		repl__hist_add(&p->vol->stats.ack[p->idx], now_mono_ns() - w->sent_ns);
 	if (result < 0) {
@@ -503,6 +532,8 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 			bm_wait_for(p->vol, w, need);
 	}
 	vwrite_put(w);
+	if (kick)
+		unfl_flush(vol);
 }
 
 /* ---- losing a peer -------------------------------------------------------- */
@@ -628,6 +659,13 @@ void repl__rep_peer_down(struct peer *p)
 	/* Its confirmations cannot come any more (a new link confirms only
 	 * its own notices): what it owed stays held until the timeout. */
 	p->outdate_waits = 0;
+	/* What it acknowledged and may have lost with its power goes to its
+	 * bitmap, written out with the record below or the next flush. */
+	if (repl__unfl_count(p)) {
+		repl__unfl_lost(p);
+		if (!vol->bm_flushing)
+			bm_flush_start(vol);
+	}
 	/* The record comes first: no write may complete before it. */
 	if (vol->role == REPL_PRIMARY && was_in_sync && !vol->closing)
 		outdate_peer(p);
