@@ -151,6 +151,25 @@ static bool settled(const char **why)
 			return false;
 		}
 	}
+	/* ... and each replica sees the Primary too: a replica that crashed
+	 * and restarted before the Primary noticed is not in sync, whatever
+	 * the Primary's old link still says. */
+	for (int i = 0; i < (int)n_replicas; i++) {
+		if (i == p)
+			continue;
+		if (!nodes[i].alive) {
+			*why = "a replica is down";
+			return false;
+		}
+		repl_volume_status(nodes[i].vol, &st);
+		for (unsigned k = 0; k < st.n_peers; k++) {
+			if (st.peers[k].node[1] - '0' == p &&
+			    st.peers[k].link != REPL_LINK_CONNECTED) {
+				*why = "a replica does not see the Primary";
+				return false;
+			}
+		}
+	}
 	if (workload_pending()) {
 		*why = "requests unanswered";
 		return false;
