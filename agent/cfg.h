@@ -41,6 +41,7 @@ struct cfg_volume {
 	char *meta;		/* always set: default STATE_DIR/NAME.meta */
 	uint64_t size;		/* 0 = not given */
 	unsigned io_threads;	/* 0 = engine default */
+	unsigned al_extents;	/* 0 = engine default */
 	struct cfg_replica replicas[CFG_REPLICAS_MAX];
 	unsigned n_replicas;	/* 0 (local volume) or 2..3 */
 	int line;		/* line of its [volume] header */

@@ -15,6 +15,7 @@
 
 #include "cfg.h"
 #include "cfg_int.h"
+#include "al.h"
 #include "gen.h"
 #include "repl.h"
 #include "util.h"
@@ -424,6 +425,16 @@ static int set_replica(struct parser *p, const struct key_def *kd, char *val)
 	return 0;
 }
 
+static int set_al_extents(struct parser *p, const struct key_def *kd, char *val)
+{
+	uint64_t v;
+
+	if (parse_uint(val, AL_EXTENTS_MIN, AL_EXTENTS_MAX, &v))
+		return cfg__bad_value(p, kd, val);
+	cfg__cur_vol(p)->al_extents = (unsigned)v;
+	return 0;
+}
+
 #define G(name, fn, field, empty, expect) \
 	{ name, SEC_GLOBAL, false, empty, offsetof(struct cfg, field), fn, expect }
 #define V(name, fn, field, rep, expect) \
@@ -471,6 +482,7 @@ static const struct key_def keys[] = {
 	  "a number of bytes with an optional K, M, G or T suffix, e.g. 10G"),
 	V("meta", set_path, meta, false, "an absolute path"),
 	V("io-threads", set_io_threads, io_threads, false, "a number from 1 to 64"),
+	V("al-extents", set_al_extents, al_extents, false, "a number from 16 to 65534"),
 	V("replica", set_replica, replicas, true,
 	  "NODE HOST:PORT, e.g. \"replica = n1 10.0.0.1:7789\""),
 };

@@ -110,6 +110,8 @@ static void compare_volume(const struct cfg_volume *a, const struct cfg_volume *
 		restart(r, a->name, "meta");
 	if (a->io_threads != b->io_threads)
 		restart(r, a->name, "io-threads");
+	if (a->al_extents != b->al_extents)
+		restart(r, a->name, "al-extents");
 	if (!replicas_eq(a, b))
 		restart(r, a->name, "replica");
 }

@@ -186,7 +186,7 @@ static const struct vol_family {
 	{ "replagent_read_bytes_total", "counter", "Bytes read by NBD clients.", g_read_bytes },
 	{ "replagent_written_bytes_total", "counter", "Bytes written by NBD clients.", g_written_bytes },
 	{ "replagent_discarded_bytes_total", "counter", "Bytes trimmed or zeroed by NBD clients.", g_discarded_bytes },
-	{ "replagent_activity_log_transactions_total", "counter", "Writes that waited for their activity-log bits to be written.", g_al },
+	{ "replagent_activity_log_transactions_total", "counter", "Activity-log transactions: writes that brought 4 MiB extents into the set and waited for them to be recorded.", g_al },
 	{ "replagent_bitmap_writes_total", "counter", "Bitmap write jobs (changed pages written and synced).", g_bitmap },
 };
 

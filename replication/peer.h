@@ -95,6 +95,9 @@ struct vwrite {
 	bool local_pending;		/* its local write is to come or running */
 	bool local_busy;		/* its local write is running */
 	bool start_after_flush;		/* its activity-log bits are being written */
+	bool al_held;			/* holds its extents in the activity log */
+	bool al_oversize;		/* too large for it: bits set directly */
+	struct vwrite *anext;		/* waiting for an activity-log slot */
 	uint64_t sent_ns;		/* sent to the peers (stats.h) */
 	/* The payload CRC of each of its WRITE frames, computed while sending
 	 * to the first peer and reused for the others (crc_n known so far). */
@@ -116,6 +119,10 @@ bool repl__peer_up(const struct peer *p);
  * expect) or -errno. */
 int repl__peer_send_io(struct peer *p, struct vwrite *w);
 int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
+/* replicate.c: the bitmap flush after which bits just set in bitmap for
+ * [offset, offset + len) are on disk, 0 if they are already. */
+uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
+			     uint64_t len);
 /* Our role, disk and generation; with outdated, a notice that it is now
  * Outdated (the receiver records it and confirms with a STATE). */
 int repl__peer_send_state(struct peer *p, const struct peer *outdated);

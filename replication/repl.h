@@ -89,6 +89,9 @@ struct repl_volume_config {
 	/* Promote for the first NBD client (by the usual rules), demote
 	 * after the last one: DRBD 9's auto-promote. */
 	bool auto_promote;
+	/* Activity-log extents of 4 MiB a Primary keeps hot (DRBD's
+	 * al-extents); 0: the default, 1237. */
+	unsigned al_extents;
 	/* Where repl_volume_add says, for people, why it failed (the daemon
 	 * shows it in status and goes on with its other volumes); NULL: only
 	 * the log says. */

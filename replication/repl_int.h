@@ -19,6 +19,7 @@
 #include "stats.h"
 
 struct meta;
+struct al;
 struct iopool;
 struct nbd_listener;
 struct nbd_conn;
@@ -115,6 +116,13 @@ struct repl_volume {
 	struct vwrite *writes;		/* Primary: in flight, newest first */
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	void *intent_timer;
+	/* the activity log: its extent set, writes waiting for a slot in it,
+	 * and trims too large for it in flight (al_vol.c, replicate.c) */
+	struct al *al;
+	struct vwrite *al_wait, **al_wait_tail;
+	void *al_timer;
+	unsigned al_oversize;
+	uint64_t al_fail_max;		/* the last bitmap flush that failed */
 	struct verify *verify;		/* the running or last online verify */
 	struct resize *resize;		/* a grow running or failed (resize.c) */
 	struct recent *recent;		/* Secondary: regions applied lately */

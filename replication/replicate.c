@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "al_vol.h"
 #include "bufpool.h"
 #include "log.h"
 #include "meta.h"
@@ -83,6 +84,8 @@ static void bm_flush_end(struct repl_volume *vol, int r)
 		plog_errno(LOG_ERR, vol->name, -r,
 			   "cannot record out-of-sync regions: failing the writes");
 	vol->bm_error = MIN(r, 0);
+	if (r < 0)	/* extents it was to record are not known to be on disk */
+		vol->al_fail_max = vol->bm_done;
 	/* Collected first: answering one may send, drop a peer or finish
 	 * others, and each collected write keeps its reference until then. */
 	for (w = vol->writes; w; w = w->vnext)
@@ -152,13 +155,19 @@ static void bm_wait_for(struct repl_volume *vol, struct vwrite *w, uint64_t need
  * in memory: an earlier write set it and the running flush is still
  * writing its page.  A write acknowledged before that flush ends would be
  * unknown to the recovery after a crash. */
-static uint64_t bm_need(struct repl_volume *vol, unsigned bitmap, const struct repl_io *io)
+uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
+			     uint64_t len)
 {
 	if (meta_bitmap_needs_flush(vol->meta))
 		return vol->bm_started + 1;
-	if (vol->bm_flushing && meta_bits_in_flush(vol->meta, bitmap, io->offset, io->len))
+	if (vol->bm_flushing && meta_bits_in_flush(vol->meta, bitmap, offset, len))
 		return vol->bm_started;
 	return 0;
+}
+
+static uint64_t bm_need(struct repl_volume *vol, unsigned bitmap, const struct repl_io *io)
+{
+	return repl__bm_need_range(vol, bitmap, io->offset, io->len);
 }
 
 static bool io_changes_data(enum repl_io_op op)
@@ -178,9 +187,14 @@ static uint64_t mark_missing(struct repl_volume *vol, unsigned idx, const struct
 
 /* ---- completion -------------------------------------------------------- */
 
+static void al_resume_later(struct repl_volume *vol);
+
 static void vwrite_finish(struct vwrite *w)
 {
 	struct repl_volume *vol = w->vol;
+
+	if (repl__al_end(vol, w) && vol->al_wait)
+		al_resume_later(vol);
 
 	if (w->vprev)
 		w->vprev->vnext = w->vnext;
@@ -377,6 +391,61 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 		repl__peer_drop(failed[i], "could not send a write");
 }
 
+/* w's activity-log extents are in the set: it starts once they are on
+ * disk (after flush number need, 0: now). */
+static void al_go(struct repl_volume *vol, struct vwrite *w, uint64_t need)
+{
+	if (need) {
+		w->start_after_flush = true;
+		bm_wait_for(vol, w, need);
+		return;
+	}
+	rep_start(vol, w);
+}
+
+/* Writes that waited for a slot of the activity log, in order, as long
+ * as they fit.  From a timer, not from the answer that freed a slot:
+ * starting a write there could answer others under the caller's feet. */
+static void al_resume(void *arg)
+{
+	struct repl_volume *vol = arg;
+	struct vwrite *w;
+	uint64_t need;
+
+	vol->al_timer = NULL;
+	while ((w = vol->al_wait) && !vol->closing) {
+		if (repl__al_begin(vol, w, &need))
+			return;
+		vol->al_wait = w->anext;
+		if (!vol->al_wait)
+			vol->al_wait_tail = &vol->al_wait;
+		w->anext = NULL;
+		al_go(vol, w, need);
+	}
+}
+
+static void al_resume_later(struct repl_volume *vol)
+{
+	if (!vol->al_timer && !vol->closing)
+		repl__timer_add(vol->eng, 0, al_resume, vol, &vol->al_timer);
+}
+
+/* A stop fails the writes that never got their slots (nothing of them
+ * was written anywhere). */
+static void al_fail_waiting(struct repl_volume *vol)
+{
+	struct vwrite *w;
+
+	while ((w = vol->al_wait)) {
+		vol->al_wait = w->anext;
+		w->anext = NULL;
+		w->result = -ESHUTDOWN;
+		w->local_pending = false;
+		vwrite_put(w);
+	}
+	vol->al_wait_tail = &vol->al_wait;
+}
+
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 {
 	int broken = meta_broken(vol->meta);
@@ -412,14 +481,16 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	if (io_changes_data(io->op)) {
 		repl__rs_note_write(vol, io->offset, io->len);
 		repl__verify_note_write(vol, io->offset, io->len);
-		/* The activity log: the regions are marked as being written,
-		 * durably, before any replica writes them. */
-		meta_bits_set_range(vol->meta, META_INTENT, io->offset, io->len);
-		need = bm_need(vol, META_INTENT, io);
-		if (need) {
-			repl__stats_inc(&vol->stats.al_transactions);
-			w->start_after_flush = true;
-			bm_wait_for(vol, w, need);
+		/* The activity log: the extents are recorded as being
+		 * written, durably, before any replica writes them (al_vol.c);
+		 * writes waiting for a slot keep their order. */
+		if (vol->n_peers) {
+			if (vol->al_wait || repl__al_begin(vol, w, &need)) {
+				*vol->al_wait_tail = w;
+				vol->al_wait_tail = &w->anext;
+				return;
+			}
+			al_go(vol, w, need);
 			return;
 		}
 	}
@@ -441,30 +512,14 @@ static void peer_ack(struct repl_volume *vol)
 			repl__peer_send_msg(vol->peers[i], &m);
 }
 
-/* Regions with no write in flight leave the activity log (lazily: the
- * bits reach the disk with the next flush). */
+/* Every 2 s, the Secondaries hear which writes are everywhere.  (The
+ * activity log no longer leaves by a timer: al_vol.c evicts extents only
+ * when the set overflows.) */
 static void intent_sweep(void *arg)
 {
 	struct repl_volume *vol = arg;
-	uint64_t regions = meta_regions(vol->meta), rsz;
-	struct vwrite probe_w;
-	struct repl_io probe;
 
 	vol->intent_timer = NULL;
-	rsz = UINT64_C(1) << meta_get(vol->meta)->region_shift;
-	for (uint64_t r = meta_bit_next(vol->meta, META_INTENT, 0); r < regions;
-	     r = meta_bit_next(vol->meta, META_INTENT, r + 1)) {
-		bool busy = false;
-		probe = (struct repl_io){ .op = REPL_IO_WRITE, .offset = r * rsz,
-					  .len = (uint32_t)rsz };
-		probe_w.io = &probe;
-		for (const struct vwrite *o = vol->writes; o && !busy; o = o->vnext)
-			busy = vw_overlaps(o, &probe_w);
-		if (!busy)
-			meta_bits_clear_range(vol->meta, META_INTENT, r * rsz, rsz);
-	}
-	if (!vol->bm_flushing)
-		bm_flush_start(vol);
 	peer_ack(vol);
 	if (!vol->closing)
 		repl__timer_add(vol->eng, INTENT_SWEEP_MS, intent_sweep, vol, &vol->intent_timer);
@@ -616,6 +671,8 @@ void repl__rep_close(struct repl_volume *vol)
 	vol->closing = true;
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	repl__timer_del(vol->eng, &vol->intent_timer);
+	repl__timer_del(vol->eng, &vol->al_timer);
+	al_fail_waiting(vol);
 	freeze_clear(vol);
 	fail_frozen(vol, -ESHUTDOWN);
 }

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "al_vol.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -238,6 +239,7 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
 	vol->role = REPL_SECONDARY;
+	repl__al_reset(vol);
 	plog(LOG_NOTICE, vol->name, "demoted to Secondary");
 	tell_peers(vol);
 	repl__changed(vol);

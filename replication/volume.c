@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "al.h"
+#include "al_vol.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -137,6 +139,8 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 	}
 	if (upd.flags & META_F_PRIMARY_CRASHED)
 		intent_to_peers(vol, cfg->n_peers);
+	else	/* nothing was being written: the activity log starts empty */
+		meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
 	/* A replica starts as Secondary; only a local volume keeps its role. */
 	if (cfg->n_peers)
 		upd.role = REPL_SECONDARY;
@@ -241,11 +245,19 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	vol->held_tail = &vol->held_head;
 	vol->ho_held_tail = &vol->ho_held_head;
 	vol->handover_to = -1;
+	vol->al_wait_tail = &vol->al_wait;
 	vol->auto_promote = cfg->auto_promote && cfg->n_peers;
 	vol->name = strdup(cfg->name);
 	vol->backing = strdup(cfg->backing);
 	if (!vol->name || !vol->backing) {
 		r = -ENOMEM;
+		goto fail;
+	}
+	r = repl__al_open(vol, cfg->al_extents);
+	if (r < 0) {
+		if (r == -EINVAL)
+			add_error(cfg, "al-extents %u is out of range (%u to %u)", cfg->al_extents,
+				  AL_EXTENTS_MIN, AL_EXTENTS_MAX);
 		goto fail;
 	}
 	/* Metadata without its backing means the data is gone: never make
@@ -346,6 +358,7 @@ void repl__volume_free(struct repl_volume *vol)
 			plog(LOG_ERR, vol->name, "could not record the clean shutdown");
 	}
 	meta_close(vol->meta);
+	repl__al_free(vol);
 	if (vol->fd >= 0)
 		repl__sys->close(vol->fd);
 	free(vol->name);

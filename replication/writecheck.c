@@ -48,6 +48,15 @@ static bool on_local_wait(const struct repl_volume *vol, const struct vwrite *w)
 	return false;
 }
 
+/* Waiting for a slot in the activity log (replicate.c, al_vol.c). */
+static bool on_al_wait(const struct repl_volume *vol, const struct vwrite *w)
+{
+	for (const struct vwrite *o = vol->al_wait; o; o = o->anext)
+		if (o == w)
+			return true;
+	return false;
+}
+
 static bool on_unacked(const struct peer *p, const struct vwrite *w)
 {
 	for (const struct vwrite *o = p->unacked_head; o; o = o->pnext[p->idx])
@@ -78,7 +87,7 @@ static unsigned refs_of(struct wcheck *c, const struct vwrite *w)
 				vol->peers[i]->node);
 	}
 	if (w->local_pending && !w->local_busy && !w->start_after_flush &&
-	    !on_local_wait(vol, w))
+	    !on_local_wait(vol, w) && !on_al_wait(vol, w))
 		problem(c, "write %llu waits for a local write that was never started",
 			c->when, seq);
 	if (w->start_after_flush && !w->bm_epoch)

@@ -1032,6 +1032,12 @@ cluster_config() {
 	done
 }
 
+# volume_option NODE "KEY = VALUE": adds the line to NODE's volume section
+# (after cluster_config, before start_node).
+volume_option() {
+	sed -i "/^\[volume /a $2" "${NODE_CONF[$1]}" || hard_error "cannot edit ${NODE_CONF[$1]}"
+}
+
 # write_node_config NODE FILE KEYFILE VOL SIZE BACKING: NODE's config with
 # one volume replicated on CLUSTER_NODES (their NODE_ADDR), for tests that
 # need a node with something different (another key, volume name, size).

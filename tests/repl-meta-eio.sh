@@ -4,7 +4,8 @@
 # write is answered (EIO once its activity-log or bitmap flush failed),
 # none hangs, and the volume says why in `replagent status` (critical).
 # a (Primary, with the shim) and b; tests/ackcheck.py writes through a,
-# 16 in flight over 32 MiB; then flushes of a's metadata fail.  The
+# 16 in flight over 128 MiB (32 extents, twice its activity log, so
+# that writes keep needing transactions); then flushes of a's metadata fail.  The
 # writer must end with errors but no request left unanswered; status
 # --json has meta_error, the text names it, the exit code is 2; a new
 # write gets EIO at once, a read still works.
@@ -14,13 +15,16 @@
 requires_replagentd
 requires_replagent
 
-cluster_config -t 2 -s 64M a b
+cluster_config -t 2 -s 256M a b
+# The writer's 32 extents of 4 MiB overflow an activity log of 16: writes
+# keep needing activity-log transactions (a hot extent needs none).
+volume_option a "al-extents = 16"
 faultdisk_init
 faultdisk_preload a
 start_in_sync a b
 
 start_writer "$TESTDIR/w.log" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
-	--duration 60 --inflight 16 --span $((32 << 20)) --stall-timeout 10 --structured
+	--duration 60 --inflight 16 --span $((128 << 20)) --stall-timeout 10 --structured
 sleep 2
 _alive "$WRITER_PID" || fail "the writer ended early: $(cat "$TESTDIR/w.log.out")"
 faultdisk_set eio-flush "${NODE_DIR[a]}/state/"

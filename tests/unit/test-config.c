@@ -266,6 +266,13 @@ static void check_io_threads_1(const struct cfg *c)
 	CHECK(v && v->io_threads == 1);
 }
 
+static void check_al_extents(const struct cfg *c)
+{
+	const struct cfg_volume *v = only_volume(c);
+
+	CHECK(v && v->al_extents == 16);
+}
+
 static void check_io_threads_64(const struct cfg *c)
 {
 	const struct cfg_volume *v = only_volume(c);
@@ -385,6 +392,7 @@ static const struct tcase cases[] = {
 	OK(VOL "size = 9223372036854775296\n", check_size_max),
 	OK(VOL "io-threads = 1\n", check_io_threads_1),
 	OK(VOL "io-threads = 64\n", check_io_threads_64),
+	OK(VOL "al-extents = 16\n", check_al_extents),
 	OK("[global]\nnode = n9\n" VOL
 	   "replica = n1 [fe80::1%eth0]:7789\n"
 	   "replica = n2 node-b.example:1\n"
@@ -528,6 +536,9 @@ static const struct tcase cases[] = {
 	ERR(3, "invalid io-threads \"0\": expected a number from 1 to 64", VOL "io-threads = 0\n"),
 	ERR(3, "invalid io-threads \"65\"", VOL "io-threads = 65\n"),
 	ERR(3, "invalid io-threads \"four\"", VOL "io-threads = four\n"),
+	ERR(3, "invalid al-extents \"15\": expected a number from 16 to 65534", VOL "al-extents = 15\n"),
+	ERR(3, "invalid al-extents \"65535\"", VOL "al-extents = 65535\n"),
+	ERR(3, "invalid al-extents \"-1\"", VOL "al-extents = -1\n"),
 
 	/* replicas */
 	ERR(3, "invalid replica \"n1\": expected NODE HOST:PORT", VOL "replica = n1\n"),

@@ -1,0 +1,140 @@
+/* al_vol.c: a Primary's activity log, 4 MiB extents in an LRU set (al.c),
+ * kept durable in the metadata's write-intent bitmap (META_INTENT): an
+ * extent in the set has all its bits set.  A write whose extents are in
+ * the set starts at once, without I/O, unless the bitmap flush that
+ * recorded one of them is still running (it then waits for that flush,
+ * numbered as replicate.c numbers them).  A write that brings extents in
+ * sets their bits and waits for the next flush (one pwrite of the changed
+ * page and an fdatasync); the idle extents it evicts have their bits
+ * cleared in memory, written by a later flush (a bit left set on disk
+ * only makes a resync larger).  After a crash, volume.c moves the set
+ * bits into every peer's bitmap, so the resync covers the set.
+ *
+ * A trim or zero spanning more than AL_SPAN_MAX extents does not use the
+ * set: its extents' bits are set for its duration, and when no such write
+ * is in flight any more the bits of extents not in the set are cleared.
+ * Evictions leave the bits alone while one is in flight. */
+#include "config.h"
+
+#include <errno.h>
+
+#include "al.h"
+#include "al_vol.h"
+#include "log.h"
+#include "meta.h"
+#include "peer.h"
+#include "util.h"
+
+#define EXT_BYTES (UINT64_C(1) << AL_EXTENT_SHIFT)
+
+int repl__al_open(struct repl_volume *vol, unsigned extents)
+{
+	return al_new(extents ? extents : AL_EXTENTS_DEFAULT, &vol->al);
+}
+
+void repl__al_free(struct repl_volume *vol)
+{
+	al_free(vol->al);
+	vol->al = NULL;
+}
+
+static void w_extents(const struct vwrite *w, uint64_t *first, uint64_t *last)
+{
+	uint64_t len = w->io->len ? w->io->len : 1;
+
+	*first = w->io->offset >> AL_EXTENT_SHIFT;
+	*last = (w->io->offset + len - 1) >> AL_EXTENT_SHIFT;
+}
+
+/* The flush after which extents first..last, just set, are on disk. */
+static uint64_t set_extents(struct repl_volume *vol, uint64_t first, uint64_t last)
+{
+	uint64_t off = first << AL_EXTENT_SHIFT, len = (last - first + 1) << AL_EXTENT_SHIFT;
+
+	meta_bits_set_range(vol->meta, META_INTENT, off, len);
+	return repl__bm_need_range(vol, META_INTENT, off, len);
+}
+
+int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need)
+{
+	uint64_t first, last, tag;
+	struct al_txn t;
+	int r;
+
+	*need = 0;
+	w_extents(w, &first, &last);
+	if (last - first >= AL_SPAN_MAX) {
+		w->al_oversize = true;
+		vol->al_oversize++;
+		*need = set_extents(vol, first, last);
+		if (*need)
+			repl__stats_inc(&vol->stats.al_transactions);
+		return 0;
+	}
+	r = al_begin(vol->al, first, last, &t);
+	if (r == AL_WAIT)
+		return 1;
+	w->al_held = true;
+	if (r == AL_MISS) {
+		for (unsigned i = 0; i < t.n_evicted && !vol->al_oversize; i++)
+			meta_bits_clear_range(vol->meta, META_INTENT,
+					      t.evicted[i] << AL_EXTENT_SHIFT, EXT_BYTES);
+		for (unsigned i = 0; i < t.n_added; i++)
+			al_set_tag(vol->al, t.added[i], set_extents(vol, t.added[i], t.added[i]));
+		repl__stats_inc(&vol->stats.al_transactions);
+	}
+	/* A hit on an extent whose entry is still being written waits too;
+	 * one whose flush may have failed (one that could not begin leaves
+	 * its pages to the next) is asked again. */
+	for (uint64_t e = first; e <= last; e++) {
+		tag = al_tag(vol->al, e);
+		if (tag && tag <= vol->al_fail_max) {
+			tag = repl__bm_need_range(vol, META_INTENT, e << AL_EXTENT_SHIFT, EXT_BYTES);
+			al_set_tag(vol->al, e, tag);
+		}
+		if (tag > vol->bm_done)
+			*need = MAX(*need, tag);
+	}
+	return 0;
+}
+
+/* No write too large for the set is in flight: only the set's extents
+ * stay in the activity log.  With regions larger than an extent a region
+ * may hold an extent of the set, so nothing is cleared then. */
+static void oversize_done(struct repl_volume *vol)
+{
+	uint64_t regions = meta_regions(vol->meta);
+	uint32_t shift = meta_get(vol->meta)->region_shift;
+
+	if (shift > AL_EXTENT_SHIFT)
+		return;
+	for (uint64_t r = meta_bit_next(vol->meta, META_INTENT, 0); r < regions;
+	     r = meta_bit_next(vol->meta, META_INTENT, r + 1))
+		if (!al_contains(vol->al, (r << shift) >> AL_EXTENT_SHIFT))
+			meta_bits_clear_range(vol->meta, META_INTENT, r << shift,
+					      UINT64_C(1) << shift);
+}
+
+bool repl__al_end(struct repl_volume *vol, struct vwrite *w)
+{
+	uint64_t first, last;
+
+	if (w->al_oversize) {
+		w->al_oversize = false;
+		if (!--vol->al_oversize)
+			oversize_done(vol);
+		return false;
+	}
+	if (!w->al_held)
+		return false;
+	w->al_held = false;
+	w_extents(w, &first, &last);
+	return al_end(vol->al, first, last) > 0;
+}
+
+void repl__al_reset(struct repl_volume *vol)
+{
+	if (vol->al_oversize || al_clear(vol->al) < 0)
+		return;
+	meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
+}

@@ -1,0 +1,27 @@
+/* al_vol.h: a Primary's activity log kept on disk (al_vol.c), between the
+ * write path (replicate.c) and the pure extent set (al.h). */
+#ifndef REPL_AL_VOL_H
+#define REPL_AL_VOL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct repl_volume;
+struct vwrite;
+
+/* The set for a volume opened with al-extents extents (0: the default);
+ * -EINVAL out of bounds, -ENOMEM. */
+int repl__al_open(struct repl_volume *vol, unsigned extents);
+void repl__al_free(struct repl_volume *vol);
+/* Before w writes anything: 1 if it must wait for a slot (the caller
+ * queues it and calls again after repl__al_end() says a slot is free),
+ * else 0 with *need the bitmap flush after which its extents are on disk
+ * (0: they are already). */
+int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need);
+/* w is answered: its extents may leave the set.  True if one went idle. */
+bool repl__al_end(struct repl_volume *vol, struct vwrite *w);
+/* Nothing in flight (a demote): the set empties; its bits leave the
+ * activity log with the next flush (staying longer only resyncs more). */
+void repl__al_reset(struct repl_volume *vol);
+
+#endif
