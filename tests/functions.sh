@@ -1569,10 +1569,11 @@ many_wait_synced() {
 
 # many_promote I T VOL...: "replagent promote VOL..." on node I, one CLI
 # process for all of them, again (the refused ones; the promoted answer ok)
-# until all are Primary there, for up to T s.
+# until all are Primary there, for up to T s.  No VOL: nothing to do.
 many_promote() {
 	local i=$1 t=$2 end
 	shift 2
+	[ $# -gt 0 ] || return 0
 	end=$(($(date +%s) + t))
 	until RC_PROMOTE_OUT=$(rc_cli "$i" promote "$@" 2>&1); do
 		if [ "$(date +%s)" -ge "$end" ]; then
