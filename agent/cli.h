@@ -15,10 +15,14 @@
 
 struct json_value;
 
+/* Positional arguments: promote and demote take many volumes at once (a
+ * node's Primaries failing over: one CLI process, not one each). */
+#define CLI_ARGS_MAX 1024
+
 struct cli {
 	const char *socket;
 	bool flag;		/* the command's flag: status --json, promote --force */
-	const char *args[2];	/* positional arguments after the command */
+	const char *args[CLI_ARGS_MAX];	/* positional arguments after the command */
 	unsigned n_args;
 };
 

@@ -392,7 +392,14 @@ static int parse_chars(struct parser *ps, char **out)
 			ps->p++;
 			r = parse_escape(ps, &b);
 		} else {
-			r = sbuf_add(&b, ps->p++, 1);
+			/* A run of plain characters in one go: a status of 200
+			 * volumes has some 30,000 strings (issue 16). */
+			const char *run = ps->p;
+
+			while (ps->p < ps->end && *ps->p != '"' && *ps->p != '\\' &&
+			       (unsigned char)*ps->p >= 0x20)
+				ps->p++;
+			r = sbuf_add(&b, run, (size_t)(ps->p - run));
 		}
 	}
 	free(b.s);

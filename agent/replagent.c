@@ -48,9 +48,9 @@ static void usage(FILE *f)
 		"  status [VOLUME] [--json]  roles, disk and link states, resync progress,\n"
 		"                            the cluster's quorum and nodes\n"
 		"  events [VOLUME] [--json]  state changes as they happen, until interrupted\n"
-		"  promote VOLUME [--force]  make this node Primary (--force: even if its\n"
-		"                            disk is not UpToDate)\n"
-		"  demote VOLUME             make this node Secondary\n"
+		"  promote VOLUME... [--force]  make this node Primary of each (--force:\n"
+		"                            even if its disk is not UpToDate)\n"
+		"  demote VOLUME...          make this node Secondary of each\n"
 		"  can-promote VOLUME        would a promotion be accepted now? (exit 0,\n"
 		"                            else 1 and the reason; 75 if it may be\n"
 		"                            accepted in a moment: try again)\n"
@@ -107,21 +107,33 @@ static int usage_error(const char *fmt, const char *arg)
 
 /* ---- role changes, version ------------------------------------------------------ */
 
-static int role_change(struct cli *cli, const char *what, bool force)
+static int role_change_one(struct cli *cli, const char *what, const char *vol, bool force)
 {
 	struct json_value *ans;
 	char req[256], msg[128];
 	int ex = EX_OK;
 
-	snprintf(req, sizeof(req), "%s %s%s\n", what, cli->args[0], force ? " --force" : "");
+	snprintf(req, sizeof(req), "%s %s%s\n", what, vol, force ? " --force" : "");
 	if (cli_ask(cli, req, &ans, NULL) < 0)
 		return EXIT_FAILED;
 	if (!json_get_bool(ans, "ok")) {
-		snprintf(msg, sizeof(msg), "%s %s", what, cli->args[0]);
+		snprintf(msg, sizeof(msg), "%s %s", what, vol);
 		cli_print_refusal(msg, ans);
 		ex = EXIT_FAILED;
 	}
 	json_value_free(ans);
+	return ex;
+}
+
+/* Every volume named, in turn, also after a refusal: EX_OK when all of them
+ * changed, else EXIT_FAILED (each refusal printed). */
+static int role_change(struct cli *cli, const char *what, bool force)
+{
+	int ex = EX_OK;
+
+	for (unsigned i = 0; i < cli->n_args; i++)
+		if (role_change_one(cli, what, cli->args[i], force) != EX_OK)
+			ex = EXIT_FAILED;
 	return ex;
 }
 
@@ -193,8 +205,8 @@ static int cmd_help(struct cli *cli)
 static const struct command commands[] = {
 	{ "status", 0, 1, "--json", cli_cmd_status },
 	{ "events", 0, 1, "--json", cli_cmd_events },
-	{ "promote", 1, 1, "--force", cmd_promote },
-	{ "demote", 1, 1, NULL, cmd_demote },
+	{ "promote", 1, CLI_ARGS_MAX, "--force", cmd_promote },
+	{ "demote", 1, CLI_ARGS_MAX, NULL, cmd_demote },
 	{ "can-promote", 1, 1, NULL, cmd_can_promote },
 	{ "version", 0, 0, NULL, cmd_version },
 	{ "disk-xml", 1, 2, NULL, cmd_disk_xml },

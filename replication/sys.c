@@ -52,6 +52,26 @@ static void nodelay(int fd)
 	setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 }
 
+/* A peer that went silent (host down, cable out) is dropped by the kernel
+ * within LINK_DEAD_MS, idle link or not: keepalive probes after 1 s of
+ * silence, and TCP_USER_TIMEOUT ends the connection once nothing (data or
+ * probe answered) came back for LINK_DEAD_MS, also with data unacknowledged.
+ * That is the dead-peer detection time the engine's pings gave when they ran
+ * every second on every link; now they need not (peer.c, issue 16). */
+#define LINK_DEAD_MS 3000
+
+static void keepalive(int fd)
+{
+	int one = 1, idle = 1, intvl = 1, cnt = LINK_DEAD_MS / 1000;
+	unsigned int user = LINK_DEAD_MS;
+
+	setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &one, sizeof(one));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &intvl, sizeof(intvl));
+	setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &cnt, sizeof(cnt));
+	setsockopt(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, &user, sizeof(user));
+}
+
 static int posix_connect(const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM }, *res;
@@ -73,6 +93,7 @@ static int posix_connect(const char *host, const char *port)
 		return r;
 	}
 	nodelay(fd);
+	keepalive(fd);
 	return fd;
 }
 
@@ -91,8 +112,10 @@ static int posix_accept(int fd, struct sockaddr_storage *src)
 	socklen_t slen = sizeof(*src);
 	int c = accept4(fd, (struct sockaddr *)src, &slen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 
-	if (c >= 0)
+	if (c >= 0) {
 		nodelay(c);
+		keepalive(c);
+	}
 	return c;
 }
 
@@ -167,6 +190,7 @@ const struct repl_sys_ops repl__sys_posix = {
 	.unlink = unlink,
 	.access = access,
 	.mkostemp = mkostemp,
+	.link_dead_ms = LINK_DEAD_MS,
 };
 
 const struct repl_sys_ops *repl__sys = &repl__sys_posix;

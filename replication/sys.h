@@ -60,6 +60,11 @@ struct repl_sys_ops {
 	 * pool was freed. */
 	void (*pool_kick)(struct iopool *pool);
 	void (*pool_gone)(struct iopool *pool);
+	/* The links' sockets drop a peer that has gone silent by themselves
+	 * within this many ms (production: TCP keepalive and user timeout);
+	 * 0: only the engine's pings notice (peer.c then pings every second,
+	 * otherwise every 5 s). */
+	unsigned link_dead_ms;
 };
 
 extern const struct repl_sys_ops repl__sys_posix;

@@ -158,8 +158,8 @@ rc=$?
 expect 64 "unknown global flag"
 cli promote
 expect 64 "promote without a volume"
-cli demote vol0 extra
-expect 64 "demote with two volumes"
+cli up vol0 extra
+expect 64 "up with two volumes"
 cli events --frobnicate
 expect 64 "events with an unknown flag"
 cli events vol0 vol1
@@ -213,6 +213,14 @@ expect_text err "nosuchvol" "promote of an unknown volume"
 
 cli demote nosuchvol
 expect 1 "demote of an unknown volume"
+
+# promote takes several volumes (a node's Primaries failing over in one
+# process): each is tried in turn, and one refused makes it exit 1.
+cli promote vol0 nosuchvol vol0
+expect 1 "promote of a known and an unknown volume"
+expect_text err "nosuchvol" "promote of a known and an unknown volume"
+cli promote vol0 vol0
+expect 0 "promote of two volumes"
 
 cli version
 expect 0 "version" && expect_text out "replagentd" "version"

@@ -1519,3 +1519,73 @@ proc_rchar() {
 	awk '/^rchar:/ { print $2; f = 1 } END { if (!f) print 0 }' "/proc/$1/io" 2>/dev/null ||
 		echo 0
 }
+
+# ---- many volumes on a 3-node replagent cluster ---------------------------------
+# tests/cluster-replagent-many.sh and bench/scale-bench.sh (which source
+# tests/cluster-replagent-lib.sh for rc_cli and rc_wait) make the same set:
+# volumes v0..v(N-1), every other one on all three nodes, the others on
+# two (the pairs n1-n2, n2-n3, n3-n1 in turn).
+
+# many_nodes_of K: the replica nodes of volume vK (its first is where it is
+# made Primary, its second where it fails over to).
+many_nodes_of() {
+	local k=$1 a b c
+	a=$((k % 3 + 1)) b=$(((k + 1) % 3 + 1)) c=$(((k + 2) % 3 + 1))
+	if [ $((k % 2)) = 0 ]; then echo "n$a,n$b,n$c"; else echo "n$a,n$b"; fi
+}
+
+# many_held N I: how many of v0..v(N-1) have a replica on node nI.
+many_held() {
+	local k n=0
+	for ((k = 0; k < $1; k++)); do
+		case ,$(many_nodes_of "$k"), in *,n$2,*) n=$((n + 1)) ;; esac
+	done
+	echo "$n"
+}
+
+# many_create N SIZE: "replagent volume create" of v0..v(N-1) on n1.
+many_create() {
+	local k
+	for ((k = 0; k < $1; k++)); do
+		rc_cli 1 volume create "v$k" --size "$2" --nodes "$(many_nodes_of "$k")" >/dev/null ||
+			fail "volume create v$k failed"
+	done
+}
+
+# Over node I's whole status (rc_wait/rc_value): it has all its replicas
+# (the count goes where rc_wait takes a volume name: sys.argv[3]), and
+# every one is UpToDate with every peer Connected, UpToDate, nothing out
+# of sync; MANY_NOT_SYNCED lists (10 of) those that are not.
+MANY_ALL_SYNCED='len(vols) == int(sys.argv[3]) and all(x.get("disk") == "UpToDate" and all(q["link"] == "Connected" and q["out_of_sync_bytes"] == 0 and q["peer_disk"] == "UpToDate" for q in x.get("peers", [])) for x in s["volumes"])'
+MANY_NOT_SYNCED='[x["name"] for x in s["volumes"] if not (x.get("disk") == "UpToDate" and all(q["link"] == "Connected" and q["out_of_sync_bytes"] == 0 and q["peer_disk"] == "UpToDate" for q in x.get("peers", [])))][:10]'
+
+# many_wait_synced N T I...: within T s, each node I has all its replicas
+# of v0..v(N-1), all in sync; else says which are not and returns 1.
+many_wait_synced() {
+	local nvol=$1 t=$2 i
+	shift 2
+	for i in "$@"; do
+		rc_wait "$i" "$t" "$MANY_ALL_SYNCED" "$(many_held "$nvol" "$i")" >/dev/null 2>&1 || {
+			echo "n$i: not in sync: $(rc_value "$i" "$MANY_NOT_SYNCED")" \
+				"($(rc_value "$i" 'len(vols)') volumes)" >&2
+			return 1
+		}
+	done
+}
+
+# many_promote I T VOL...: "replagent promote VOL..." on node I, one CLI
+# process for all of them, again (the refused ones; the promoted answer ok)
+# until all are Primary there, for up to T s.  No VOL: nothing to do.
+many_promote() {
+	local i=$1 t=$2 end
+	shift 2
+	[ $# -gt 0 ] || return 0
+	end=$(($(date +%s) + t))
+	until RC_PROMOTE_OUT=$(rc_cli "$i" promote "$@" 2>&1); do
+		if [ "$(date +%s)" -ge "$end" ]; then
+			echo "n$i: promote still refused after ${t}s: $RC_PROMOTE_OUT" >&2
+			return 1
+		fi
+		sleep 0.2
+	done
+}
