@@ -51,5 +51,6 @@ int cli_cmd_status(struct cli *cli);	/* cli_status.c */
 int cli_cmd_show(struct cli *cli);
 int cli_cmd_verify(struct cli *cli);
 int cli_cmd_events(struct cli *cli);	/* cli_events.c */
+int cli_cmd_checkpoint(struct cli *cli, int argc, char **argv);	/* cli_checkpoint.c */
 
 #endif

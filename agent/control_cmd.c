@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbt.h"
 #include "clview.h"
 #include "control.h"
 #include "control_int.h"
@@ -460,6 +461,48 @@ static void cmd_disk_xml(struct control *c, char **args, unsigned n, struct json
 	json_obj_end(w);
 }
 
+/* checkpoint create|delete VOLUME NAME, checkpoint list VOLUME (cbt.c). */
+static void cmd_checkpoint(struct control *c, char **args, unsigned n, struct json_writer *w)
+{
+	struct repl_checkpoint_info info[CBT_MAX];
+	bool list = !strcmp(args[0], "list");
+	struct repl_volume *vol;
+	char why[256] = "";
+	unsigned k;
+	int r;
+
+	if (list ? n != 2 : n != 3 || (strcmp(args[0], "create") && strcmp(args[0], "delete"))) {
+		control__answer_error(w, "usage: checkpoint create|delete VOLUME NAME, "
+				      "checkpoint list VOLUME");
+		return;
+	}
+	if (!(vol = find_volume(c, args[1], w)))
+		return;
+	if (!list) {
+		r = args[0][0] == 'c' ? repl_checkpoint_create(vol, args[2], why, sizeof(why))
+				      : repl_checkpoint_delete(vol, args[2], why, sizeof(why));
+		why[sizeof(why) - 1] = '\0';
+		role_answer(w, args[0][0] == 'c' ? "checkpoint create" : "checkpoint delete",
+			    args[1], r, why);
+		return;
+	}
+	k = MIN(repl_checkpoint_list(vol, info, CBT_MAX), CBT_MAX);
+	json_obj_begin(w);
+	json_kv_bool(w, "ok", true);
+	json_key(w, "checkpoints");
+	json_arr_begin(w);
+	for (unsigned i = 0; i < k; i++) {
+		json_obj_begin(w);
+		json_kv_str(w, "name", info[i].name);
+		json_kv_bool(w, "complete", info[i].complete);
+		json_kv_str(w, "why", info[i].why);
+		json_kv_u64(w, "changed_bytes", info[i].changed);
+		json_obj_end(w);
+	}
+	json_arr_end(w);
+	json_obj_end(w);
+}
+
 static const struct command {
 	const char *name;
 	unsigned min_args, max_args;
@@ -479,6 +522,7 @@ static const struct command {
 	{ "window-open", 1, 2, cmd_window_open, "window-open VOLUME [SECONDS]" },
 	{ "window-close", 1, 1, cmd_window_close, "window-close VOLUME" },
 	{ "events", 0, 1, cmd_events, "events [VOLUME]" },
+	{ "checkpoint", 2, 3, cmd_checkpoint, "checkpoint create|delete VOLUME NAME" },
 };
 
 /* Splits line in place into words separated by spaces or tabs; -EINVAL

@@ -79,6 +79,10 @@ static void usage(FILE *f)
 		"  volume delete NAME        remove a volume that is not Primary\n"
 		"  volume resize NAME --size SIZE\n"
 		"                            grow a volume, online, on every replica\n"
+		"  checkpoint create|delete VOLUME NAME, checkpoint list VOLUME [--json]\n"
+		"                            changed-block tracking, on the Primary: from\n"
+		"                            a checkpoint on, every replica records what\n"
+		"                            was written; NBD context replagent:changed:NAME\n"
 		"  version                   versions of this program and of the daemon\n"
 		"  help                      this text\n\n"
 		"Options:\n"
@@ -440,6 +444,8 @@ int main(int argc, char **argv)
 		return cmd_resolve(&cli, argc - optind - 1, argv + optind + 1);
 	if (!strcmp(argv[optind], "window"))
 		return cmd_window(&cli, argc - optind - 1, argv + optind + 1);
+	if (!strcmp(argv[optind], "checkpoint"))
+		return cli_cmd_checkpoint(&cli, argc - optind - 1, argv + optind + 1);
 	for (size_t i = 0; i < ARRAY_SIZE(commands); i++) {
 		if (strcmp(argv[optind], commands[i].name))
 			continue;

@@ -28,6 +28,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "cbt.h"
 #include "log.h"
 #include "repl_int.h"
 #include "sys.h"
@@ -47,8 +48,22 @@ struct iopool {
 	unsigned nthreads, max_threads;
 	unsigned idle;			/* workers waiting for a request */
 	unsigned queued;		/* requests in the queue */
+	struct cbt *cbt;		/* changed-block tracking, or NULL */
 	pthread_t threads[];
 };
+
+/* Runs io; a write's regions are marked in the checkpoints first. */
+static int exec(struct iopool *p, struct repl_io *io)
+{
+	if (io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO)
+		repl__cbt_before_write(p->cbt, io->offset, io->len);
+	return repl__store_exec(p->fd, p->blockdev, io);
+}
+
+void repl__iopool_set_cbt(struct iopool *p, struct cbt *cbt)
+{
+	p->cbt = cbt;
+}
 
 static struct repl_io *pop_queue(struct iopool *p)
 {
@@ -95,7 +110,7 @@ static void *worker_main(void *arg)
 			continue;
 		}
 		pthread_mutex_unlock(&p->lock);
-		io->result = repl__store_exec(p->fd, p->blockdev, io);
+		io->result = exec(p, io);
 		if (io->flags & REPL_IO_DONE_ANY_THREAD)
 			io->done(io);
 		else
@@ -213,7 +228,7 @@ void repl__iopool_step(struct iopool *p, unsigned i)
 	else if (p->queue_tail == &io->next)
 		p->queue_tail = pp;
 	io->next = NULL;
-	io->result = repl__store_exec(p->fd, p->blockdev, io);
+	io->result = exec(p, io);
 	io->done(io);
 }
 
@@ -239,7 +254,7 @@ void repl__iopool_free(struct iopool *p)
 			pool_dispatch(p, p->efd, POLLIN);
 			if (!(io = pop_queue(p)))
 				break;
-			io->result = repl__store_exec(p->fd, p->blockdev, io);
+			io->result = exec(p, io);
 			if (io->flags & REPL_IO_DONE_ANY_THREAD)
 				io->done(io);
 			else
@@ -251,7 +266,7 @@ void repl__iopool_free(struct iopool *p)
 
 		/* What is still queued runs now, in order, as above. */
 		while ((io = pop_queue(p))) {
-			io->result = repl__store_exec(p->fd, p->blockdev, io);
+			io->result = exec(p, io);
 			io->done(io);
 		}
 		repl__sys->pool_gone(p);

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cbt.h"
 #include "nbd_meta.h"
 #include "repl_int.h"
 #include "util.h"
@@ -46,6 +47,8 @@ static int allocation_extents(struct repl_volume *vol, const char *name, uint64_
 
 static const struct meta_kind kinds[] = {
 	{ "base:allocation", false, NULL, allocation_extents },
+	/* changed since a checkpoint (cbt.c): flag 1 = changed */
+	{ CBT_CONTEXT_PREFIX, true, repl__cbt_contexts, repl__cbt_extents },
 };
 #define N_KINDS (sizeof(kinds) / sizeof(kinds[0]))
 

@@ -38,6 +38,7 @@
 #include "log.h"
 #include "meta.h"
 #include "nbd-protocol.h"
+#include "cbt.h"
 #include "peer.h"
 #include "sys.h"
 #include "resize.h"
@@ -701,6 +702,7 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	repl__rep_peer_up(p, gv.decision);
+	repl__cbt_peer_up(p);
 	/* Our Primary was lost and this is a new one: our recent writes.  (The
 	 * same one back needs nothing: it has them, and its bitmap.) */
 	if (vol->lost_primary && peer.primary && vol->role != REPL_PRIMARY) {
@@ -978,6 +980,9 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		break;
 	case WIRE_SIZE:
 		repl__resize_peer_size(p, m->u.size);
+		break;
+	case WIRE_CKPT:
+		repl__cbt_on_msg(p, &m->u.ckpt);
 		break;
 	default:
 		repl__peer_drop(p, "unexpected frame");

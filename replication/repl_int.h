@@ -82,6 +82,7 @@ struct verify;
 struct recent;
 struct window;
 struct resize;
+struct cbt;
 
 struct repl_volume {
 	struct repl_engine *eng;
@@ -161,6 +162,7 @@ struct repl_volume {
 	struct repl_io *ho_held_head, **ho_held_tail;	/* client writes meanwhile */
 
 	struct repl__vstats stats;	/* monitoring counters (stats.h) */
+	struct cbt *cbt;		/* checkpoints (cbt.c) */
 };
 
 /* ---- loop helpers (engine.c) ---- */
@@ -199,6 +201,8 @@ bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len);
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 		     bool blockdev, const char *name, struct iopool **out);
 void repl__iopool_submit(struct iopool *pool, struct repl_io *io);
+/* Before any worker starts (cbt.c marks what workers write). */
+void repl__iopool_set_cbt(struct iopool *pool, struct cbt *cbt);
 /* Waits for queued work, stops the threads, frees.  NULL ok. */
 void repl__iopool_free(struct iopool *pool);
 

@@ -14,6 +14,7 @@
 
 #include "al.h"
 #include "al_vol.h"
+#include "cbt.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -298,6 +299,10 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = repl__iopool_new(eng, threads, vol->fd, vol->blockdev, vol->name, &vol->pool);
 	if (r < 0)
 		goto fail;
+	r = repl__cbt_open(vol, cfg->meta);
+	if (r < 0)
+		goto fail;
+	repl__iopool_set_cbt(vol->pool, vol->cbt);
 	initial_tuning(vol, cfg);
 	r = replication_setup(vol, cfg);
 	if (r < 0)
@@ -359,6 +364,7 @@ void repl__volume_free(struct repl_volume *vol)
 	}
 	meta_close(vol->meta);
 	repl__al_free(vol);
+	repl__cbt_free(vol->cbt);
 	if (vol->fd >= 0)
 		repl__sys->close(vol->fd);
 	free(vol->name);
@@ -456,6 +462,7 @@ int repl__volume_make_blank(struct repl_volume *vol)
 	r = meta_update(vol->meta, &sb);
 	if (r == 0)
 		r = meta_bitmap_flush(vol->meta);
+	repl__cbt_forget(vol, "this replica forgot its data (a full resync replaces it)");
 	vol->role = REPL_SECONDARY;
 	vol->disk_state = GEN_DISK_INCONSISTENT;
 	return r;

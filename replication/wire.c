@@ -250,6 +250,15 @@ static int check_size(const struct wire_msg *m)
 	return m->u.size && m->u.size % 512 == 0 ? 0 : -EINVAL;
 }
 
+static int check_ckpt(const struct wire_msg *m)
+{
+	const struct wire_ckpt *c = &m->u.ckpt;
+
+	if (c->op < WIRE_CKPT_CREATE || c->op > WIRE_CKPT_DELETE)
+		return -EINVAL;
+	return name_ok(c->name, c->op == WIRE_CKPT_END) ? 0 : -EINVAL;
+}
+
 static int check_none(const struct wire_msg *m)
 {
 	(void)m;
@@ -366,6 +375,13 @@ static void enc_state(const struct wire_msg *m, uint8_t *p)
 static void enc_size(const struct wire_msg *m, uint8_t *p)
 {
 	put64(p, m->u.size);
+}
+
+static void enc_ckpt(const struct wire_msg *m, uint8_t *p)
+{
+	put32(p, m->u.ckpt.op);
+	put32(p + 4, 0);
+	put_name(p + 8, m->u.ckpt.name);
 }
 
 static void enc_bye(const struct wire_msg *m, uint8_t *p)
@@ -528,6 +544,13 @@ static int dec_size(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	return 0;
 }
 
+static int dec_ckpt(const uint8_t *p, uint32_t len, struct wire_msg *m)
+{
+	(void)len;
+	m->u.ckpt.op = get32(p);
+	return all_zero(p + 4, 4) ? get_name(m->u.ckpt.name, p + 8) : -EPROTO;
+}
+
 static int dec_none(const uint8_t *p, uint32_t len, struct wire_msg *m)
 {
 	(void)p;
@@ -574,6 +597,7 @@ static const struct type_info types[WIRE_TYPE_COUNT] = {
 	T(WIRE_TAKEOVER, "TAKEOVER", 8, false, check_takeover, enc_takeover, dec_takeover),
 	T(WIRE_HANDOVER, "HANDOVER", 24, false, check_handover, enc_handover, dec_handover),
 	T(WIRE_SIZE, "SIZE", 8, false, check_size, enc_size, dec_size),
+	T(WIRE_CKPT, "CKPT", 8 + WIRE_NAME_MAX, false, check_ckpt, enc_ckpt, dec_ckpt),
 };
 
 bool wire_type_valid(uint16_t type)

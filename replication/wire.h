@@ -72,6 +72,7 @@ enum wire_type {
 	WIRE_TAKEOVER,		/* live migration: "hand the Primary role to me" */
 	WIRE_HANDOVER,		/* the answer: struct wire_handover */
 	WIRE_SIZE,		/* "my replica grew to this size" (bytes) */
+	WIRE_CKPT,		/* changed-block tracking: struct wire_ckpt (cbt.c) */
 	WIRE_TYPE_COUNT		/* one past the last type */
 };
 
@@ -191,6 +192,21 @@ struct wire_state {
 	uint64_t token;			/* 0 unless outdate_notice or confirm */
 };
 
+/* CKPT: the Primary's checkpoints (cbt.c).  CREATE: start one now, in the
+ * order of the writes; HAVE: one exists (incomplete where it is new); END:
+ * the HAVEs are over (those not named were deleted); DELETE. */
+enum wire_ckpt_op {
+	WIRE_CKPT_CREATE = 1,
+	WIRE_CKPT_HAVE,
+	WIRE_CKPT_END,
+	WIRE_CKPT_DELETE,
+};
+
+struct wire_ckpt {
+	uint32_t op;			/* enum wire_ckpt_op */
+	char name[WIRE_NAME_MAX];	/* "" with END */
+};
+
 struct wire_msg {
 	uint16_t type;
 	uint64_t seq;
@@ -208,6 +224,7 @@ struct wire_msg {
 		struct wire_handover handover;
 		uint32_t bye_reason;		/* enum wire_bye_reason */
 		uint64_t size;			/* SIZE: > 0, a multiple of 512 */
+		struct wire_ckpt ckpt;
 	} u;				/* AUTH_OK, FLUSH, PING, PING_ACK: empty */
 };
 

@@ -1505,6 +1505,18 @@ while pos < end:
     pos = h' "$1"
 }
 
+# checkpoint_state NAME: from "replagent checkpoint list VOL --json" on
+# stdin: complete, incomplete or missing.
+checkpoint_state() {
+	/usr/bin/python3 -c '
+import json, sys
+try:
+    c = [x for x in json.load(sys.stdin)["checkpoints"] if x["name"] == sys.argv[1]]
+except Exception:
+    c = None
+print(("complete" if c[0]["complete"] else "incomplete") if c else "missing")' "$1"
+}
+
 # nbd_map URI [CONTEXT]: "OFFSET LENGTH FLAGS" lines of nbdinfo --map, with
 # adjacent extents of the same flags merged (servers split them freely).
 nbd_map() {

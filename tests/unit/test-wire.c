@@ -127,6 +127,13 @@ static size_t samples(struct wire_msg *out)
 	m = (struct wire_msg){ .type = WIRE_BYE, .seq = 114 };
 	m.u.bye_reason = WIRE_BYE_SIZE;
 	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_CKPT, .seq = 0 };
+	m.u.ckpt.op = WIRE_CKPT_CREATE;
+	strcpy(m.u.ckpt.name, "daily-1");
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_CKPT, .seq = 0 };
+	m.u.ckpt.op = WIRE_CKPT_END;
+	out[n++] = m;
 	return n;
 }
 
@@ -194,6 +201,8 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       a->u.verify.len == b->u.verify.len && a->u.verify.crc == b->u.verify.crc;
 	case WIRE_SIZE:
 		return a->u.size == b->u.size;
+	case WIRE_CKPT:
+		return a->u.ckpt.op == b->u.ckpt.op && !strcmp(a->u.ckpt.name, b->u.ckpt.name);
 	default:
 		return true;
 	}
@@ -485,6 +494,14 @@ static void test_rejects(void)
 	reject("ping with payload", &ping, 11, 1, -EMSGSIZE);
 	reject("write length 2^31", &wr, 8, 0x80, -EMSGSIZE);
 	reject("write without data", &wr, 11, WIRE_DATA_FIXED, -EMSGSIZE);
+	{
+		struct wire_msg ck = sample_of(WIRE_CKPT);
+		reject("ckpt op 0", &ck, H + 3, 0, -EPROTO);
+		reject("ckpt op past the end", &ck, H + 3, WIRE_CKPT_DELETE + 1, -EPROTO);
+		reject("ckpt reserved", &ck, H + 5, 1, -EPROTO);
+		reject("ckpt name with a blank", &ck, H + 8, ' ', -EPROTO);
+		reject("ckpt name not padded", &ck, H + 8 + 63, 'x', -EPROTO);
+	}
 	/* CRCs. */
 	f = encode_alloc(&vol, &len);
 	f[28] ^= 1;
