@@ -26,6 +26,7 @@
 
 #include "bufpool.h"
 #include "link.h"
+#include "linkcrypt.h"
 #include "log.h"
 #include "sys.h"
 #include "util.h"
@@ -111,11 +112,32 @@ static int link_flush(struct peer_link *l)
 			l->tx_head = m->next;
 			if (!l->tx_head)
 				l->tx_tail = &l->tx_head;
-			free(m->owned);
+			repl__buf_put(m->owned);	/* a sealed record: kept for the next */
 			free(m);
 		}
 	}
 	return 0;
+}
+
+/* Replaces t's frame by its sealed record (the data is not needed after). */
+static ssize_t seal(struct peer_link *l, struct txmsg *t)
+{
+	size_t len = t->iov[0].iov_len + (t->niov > 1 ? t->iov[1].iov_len : 0);
+	uint8_t *out = repl__buf_get(len + LC_OVERHEAD);
+	ssize_t n;
+
+	if (!out)
+		return -ENOMEM;
+	n = repl__lc_seal(l->lc, t->iov, t->niov, out);
+	if (n < 0) {
+		free(out);
+		return n;
+	}
+	free(t->owned);
+	t->owned = out;
+	t->iov[0] = (struct iovec){ out, (size_t)n };
+	t->niov = 1;
+	return n;
 }
 
 /* Queues a frame: the encoded prefix, then data (not copied; it must live
@@ -141,6 +163,11 @@ static int link_send(struct peer_link *l, const struct wire_msg *m, const void *
 	if (dlen)
 		t->iov[t->niov++] = (struct iovec){ (void *)data, dlen };
 	t->owned = owned;
+	if (l->tx_sealed && (n = seal(l, t)) < 0) {
+		free(t->owned);
+		free(t);
+		return (int)n;
+	}
 	t->next = NULL;
 	*l->tx_tail = t;
 	l->tx_tail = &t->next;
@@ -162,6 +189,16 @@ static void pending_unlink(struct peer_link *l)
 		}
 }
 
+static void explain_security(struct peer_link *l)
+{
+	const char *mine = l->vol->link_plain ? "none" : "aead";
+	const char *theirs = l->vol->link_plain ? "aead" : "none";
+
+	snprintf(l->why, sizeof(l->why), "refused: peer %.64s has link-security = %s, this "
+		 "node %s; set the same on every replica", l->hello_seen ? l->hello.node : "?",
+		 theirs, mine);
+}
+
 static int auth_step(struct peer_link *l)
 {
 	uint8_t buf[WIRE_CONTROL_FRAME_MAX];
@@ -180,10 +217,21 @@ static int auth_step(struct peer_link *l)
 		*l->tx_tail = t;
 		l->tx_tail = &t->next;
 	}
-	if (r < 0)
+	if (r < 0) {
+		/* A refusal after our proof (link-security differs): the peer
+		 * reads the proof before the socket closes. */
+		link_flush(l);
+		if (r == -ENOPROTOOPT)
+			explain_security(l);
 		return r;
+	}
 	if (link_flush(l) < 0)
 		return -EPIPE;
+	if (!l->vol->link_plain && !l->tx_sealed && wire_auth_sent_ok(&l->auth)) {
+		if (!l->lc && !(l->lc = repl__lc_new(&l->auth)))
+			return -errno;
+		l->tx_sealed = true;
+	}
 	if (!l->authed && wire_auth_done(&l->auth)) {
 		l->authed = true;
 		if (!l->p)
@@ -194,6 +242,34 @@ static int auth_step(struct peer_link *l)
 		return r;
 	}
 	return 0;
+}
+
+/* A sealed record (its body in rec, l->h.length bytes): open it, then it
+ * is a frame like any other. */
+static int on_record(struct peer_link *l, uint8_t *rec)
+{
+	struct wire_msg m;
+	struct wire_hdr h;
+	ssize_t n = repl__lc_open(l->lc, l->hdr, rec, l->h.length);
+	int r;
+
+	if (n < 0) {
+		snprintf(l->why, sizeof(l->why), "a frame failed authentication (altered, "
+			 "forged, replayed or out of order): link dropped");
+		free(rec);
+		return (int)n;
+	}
+	r = wire_hdr_decode(rec, (size_t)n, &h);
+	if (r == 0 && h.length != (size_t)n - WIRE_HDR_LEN)
+		r = -EPROTO;
+	if (r == 0)
+		r = wire_decode_payload(&h, rec + WIRE_HDR_LEN, h.length, &m);
+	if (r < 0) {
+		free(rec);
+		return r;
+	}
+	m.seq = h.seq;
+	return l->ops->frame(l, &m, rec);
 }
 
 static int on_frame(struct peer_link *l)
@@ -222,8 +298,15 @@ static int on_frame(struct peer_link *l)
 		free(payload);
 		if (r == -EACCES)
 			l->ops->refused(l);
+		if (r == WIRE_AUTH_DONE && !l->vol->link_plain) {
+			if (!l->lc && !(l->lc = repl__lc_new(&l->auth)))
+				return -errno;
+			l->rx_sealed = true;	/* its AUTH_OK was its last clear frame */
+		}
 		return r < 0 ? r : auth_step(l);
 	}
+	if (l->rx_sealed)
+		return on_record(l, payload);
 	r = wire_decode_payload(&l->h, payload, l->h.length, &m);
 	if (r < 0) {
 		free(payload);
@@ -231,6 +314,24 @@ static int on_frame(struct peer_link *l)
 	}
 	m.seq = l->h.seq;
 	return l->ops->frame(l, &m, payload);
+}
+
+/* What comes before a payload: a frame header, or a record's length. */
+static size_t hdr_len(const struct peer_link *l)
+{
+	return l->rx_sealed ? LC_LEN_BYTES : WIRE_HDR_LEN;
+}
+
+/* A record's length field: l->h.length is then what follows it. */
+static int record_hdr(struct peer_link *l)
+{
+	ssize_t n = repl__lc_body_len(l->hdr);
+
+	if (n < 0)
+		return (int)n;
+	memset(&l->h, 0, sizeof(l->h));
+	l->h.length = (uint32_t)n;
+	return 0;
 }
 
 /* Reads what is there; returns 0 (wait for more), or -errno to close. */
@@ -242,9 +343,9 @@ static int link_read(struct peer_link *l)
 		ssize_t n;
 		int r;
 
-		if (l->hdr_have < WIRE_HDR_LEN) {
+		if (l->hdr_have < hdr_len(l)) {
 			dst = l->hdr + l->hdr_have;
-			want = WIRE_HDR_LEN - l->hdr_have;
+			want = hdr_len(l) - l->hdr_have;
 		} else {
 			dst = l->payload + l->pay_have;
 			want = l->h.length - l->pay_have;
@@ -255,11 +356,11 @@ static int link_read(struct peer_link *l)
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		l->last_rx_ms = now_mono_ms();
-		if (l->hdr_have < WIRE_HDR_LEN) {
+		if (l->hdr_have < hdr_len(l)) {
 			l->hdr_have += (size_t)n;
-			if (l->hdr_have < WIRE_HDR_LEN)
+			if (l->hdr_have < hdr_len(l))
 				continue;
-			r = wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
+			r = l->rx_sealed ? record_hdr(l) : wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
 			if (r < 0)
 				return r;
 			if (!l->authed && !wire_hdr_before_auth(&l->h)) {
@@ -293,6 +394,7 @@ static const char *link_error(int r)
 	case -EBADMSG: return "frame checksum mismatch";
 	case -EMSGSIZE: return "frame length out of bounds";
 	case -EPROTONOSUPPORT: return "peer speaks another protocol version";
+	case -ENOPROTOOPT: return "the peer's link-security differs from this node's";
 	case -ETIMEDOUT: return "peer not responding";
 	default: return "connection error";
 	}
@@ -323,6 +425,12 @@ static void log_drop(struct vol_listener *vl, const char *vol, const char *why)
 static void link_fail(struct peer_link *l, int r)
 {
 	const char *why = l->why[0] ? l->why : link_error(r);
+
+	/* The acceptor verifies our proof before it sends its own: if it
+	 * hangs up then, it refused our key (or us); its log says which. */
+	if (r == -EPIPE && !l->why[0] && wire_auth_proof_pending(&l->auth))
+		why = "authentication failed: the peer closed the connection after checking "
+		      "our proof (the key files differ, or this node is not its peer)";
 
 	if (l->p) {
 		l->ops->fail(l, why);
@@ -385,6 +493,7 @@ struct peer_link *repl__link_new(struct repl_volume *vol, int fd, struct peer *p
 	struct wire_auth_params ap = {
 		.key = vol->key, .keylen = vol->key_len, .initiator = p != NULL,
 		.node = vol->node, .peer = peer_node, .resource = vol->name,
+		.features = vol->link_plain ? 0 : WIRE_FEAT_AEAD,
 	};
 
 	if (!l)
@@ -412,10 +521,11 @@ static void link_free(struct peer_link *l)
 
 	while ((t = l->tx_head)) {
 		l->tx_head = t->next;
-		free(t->owned);
+		repl__buf_put(t->owned);
 		free(t);
 	}
 	wire_auth_clear(&l->auth);
+	repl__lc_free(l->lc);
 	free(l->payload);
 	free(l);
 }

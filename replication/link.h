@@ -15,6 +15,7 @@
 #include "repl_int.h"
 #include "wire.h"
 
+struct link_crypt;
 struct peer;
 struct peer_link;
 struct txmsg;
@@ -49,6 +50,10 @@ struct peer_link {
 	struct wire_hello hello;	/* the peer's, as it said it */
 	bool hello_seen;
 	bool authed;
+	/* link-security = aead (linkcrypt.h): the keys, and whether frames
+	 * we send / receive are sealed now (from our / the peer's AUTH_OK) */
+	struct link_crypt *lc;
+	bool tx_sealed, rx_sealed;
 	unsigned busy;			/* inside link_event: free later */
 	bool dead;
 	/* receive: header, then exactly h.length payload bytes */
