@@ -605,6 +605,7 @@ void cfg_repl_tuning(const struct cfg *cfg, struct repl_volume_config *vc)
 
 	vc->resync_rate_max = cfg->resync_rate_max;
 	vc->auto_promote = cfg->auto_promote;
+	vc->link_plain = cfg->link_plain;
 	vc->outdate_timeout_ms = cfg->outdate_timeout_s * 1000;
 	vc->sb_policy_set = true;
 	vc->after_sb[0] = cfg->after_sb_set[0] ? policy[0][(int)cfg->after_sb[0]]

@@ -74,7 +74,8 @@ struct cfg {
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
 	char after_sb[3];	/* 0: disconnect, 1: the safe automatic policy */
 	bool after_sb_set[3];
-	bool auto_promote;	/* promote for the first NBD client, demote after the last */
+	bool auto_promote;
+	bool link_plain;	/* link-security = none */	/* promote for the first NBD client, demote after the last */
 	char *metrics_host;	/* /metrics over HTTP: NULL = off; "" = all addresses */
 	char *metrics_port;	/* NULL iff metrics_host is NULL */
 	struct cfg_volume *volumes;

@@ -312,6 +312,17 @@ static int set_auto_promote(struct parser *p, const struct key_def *kd, char *va
 	return 0;
 }
 
+static int set_link_security(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (!strcmp(val, "aead"))
+		p->cfg->link_plain = false;
+	else if (!strcmp(val, "none"))
+		p->cfg->link_plain = true;
+	else
+		return cfg__bad_value(p, kd, val);
+	return 0;
+}
+
 static int set_rate(struct parser *p, const struct key_def *kd, char *val)
 {
 	uint64_t v;
@@ -474,6 +485,7 @@ static const struct key_def keys[] = {
 	G("after-sb-1pri", set_after_sb, after_sb, false, "disconnect or consensus"),
 	G("after-sb-2pri", set_after_sb, after_sb, false, "disconnect"),
 	G("auto-promote", set_auto_promote, auto_promote, false, "yes or no"),
+	G("link-security", set_link_security, link_plain, false, "aead or none"),
 	G("metrics-listen", set_metrics_listen, metrics_host, true,
 	  "HOST:PORT, [IPV6]:PORT, :PORT, \"\" or none, e.g. 127.0.0.1:9942"),
 	V("backing", set_path, backing, false,

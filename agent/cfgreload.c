@@ -67,6 +67,7 @@ static void compare_globals(const struct cfg *a, const struct cfg *b, struct cfg
 	global_restart(r, "state-dir", str_eq(a->state_dir, b->state_dir));
 	global_restart(r, "pidfile", str_eq(a->pidfile, b->pidfile));
 	global_restart(r, "key-file", str_eq(a->key_file, b->key_file));
+	global_restart(r, "link-security", a->link_plain == b->link_plain);
 	global_restart(r, "cluster", a->cluster == b->cluster);
 	global_restart(r, "replication-address", str_eq(a->repl_address, b->repl_address));
 	global_restart(r, "data-dir", str_eq(a->data_dir, b->data_dir));

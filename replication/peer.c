@@ -6,20 +6,10 @@
  * brain, unrelated data, a different volume).  After that, frames are
  * dispatched by type to replicate.c and resync.c.
  *
- * Every frame's header is validated before its payload is read (wire.c),
- * and garbage ends the connection, never reaches a volume.  Reconnects back
- * off from 250 ms to 10 s; a peer that sends nothing for PING_TIMEOUT_MS is
- * dropped (an unplugged cable sends no RST).
- *
- * Anyone who can reach the port can connect, so until a connection has
- * proved the key it costs little and lasts little: only the handshake's
- * frames are read (wire_hdr_before_auth: a WRITE header closes it before a
- * buffer exists), it has AUTH_TIMEOUT_MS to authenticate, and a listener
- * keeps at most HANDSHAKES_MAX of them, HANDSHAKES_PER_SOURCE per source
- * address; a new one over a limit pushes out the oldest (of its source
- * first), since a real peer's handshake takes one round trip and a
- * stranger's waits.  Out of descriptors, the listener pauses for
- * ACCEPT_PAUSE_MS instead of being woken forever.  Loop thread only. */
+ * The socket, the framing and the handshake are link.c's; it reports
+ * through peer_link_ops.  Reconnects back off from 250 ms to 10 s; a link
+ * that goes silent fails in link.c and the peer goes Disconnected here.
+ * Loop thread only. */
 #include "config.h"
 
 #include <errno.h>
@@ -34,7 +24,7 @@
 #include <sys/uio.h>
 #include <unistd.h>
 
-#include "bufpool.h"
+#include "link.h"
 #include "log.h"
 #include "meta.h"
 #include "nbd-protocol.h"
@@ -47,79 +37,9 @@
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 10000
-#define PING_INTERVAL_MS 1000
-#define PING_TIMEOUT_MS 4000
-/* Where the sockets drop a silent peer themselves (sys.h link_dead_ms: TCP
- * keepalive), pings only catch a peer whose process hangs (its kernel still
- * answers: noticed after 15 s, not 4), and a link wakes the loop every 5 s
- * rather than every second (200 volumes: 334 links). */
-#define KEPT_PING_INTERVAL_MS 5000
-#define KEPT_PING_TIMEOUT_MS 15000
-#define PING_EVERY (repl__sys->link_dead_ms ? KEPT_PING_INTERVAL_MS : PING_INTERVAL_MS)
-#define PING_LIMIT (repl__sys->link_dead_ms ? KEPT_PING_TIMEOUT_MS : PING_TIMEOUT_MS)
-#define HANDSHAKE_TIMEOUT_MS 10000
-#define AUTH_TIMEOUT_MS 3000		/* an accepted link proves the key in time */
-#define HANDSHAKES_MAX 32		/* accepted links not yet authenticated... */
-#define HANDSHAKES_PER_SOURCE 4		/* ...and of those, from one address */
-#define ACCEPT_PAUSE_MS 200		/* after EMFILE and the like */
-#define DROP_LOG_MS 1000		/* one "dropping" warning per second */
 #define RS_SEQ_BIT (UINT64_C(1) << 63)
-#define MAX_IOV 64
-
-struct txmsg {
-	struct txmsg *next;
-	struct iovec iov[2];
-	unsigned niov;
-	void *owned;			/* freed once sent */
-	uint8_t prefix[WIRE_CONTROL_FRAME_MAX];
-};
-
-struct peer_link {
-	struct repl_volume *vol;
-	struct peer *p;			/* NULL until an accepted link names itself */
-	struct peer_link *next;		/* volume's unidentified links */
-	int fd;
-	bool registered;
-	unsigned events;
-	struct wire_auth auth;
-	char why[256];			/* a refusal more precise than the errno */
-	struct wire_hello hello;	/* the peer's, as it said it */
-	bool hello_seen;
-	bool authed;
-	unsigned busy;			/* inside link_event: free later */
-	bool dead;
-	/* receive: header, then exactly h.length payload bytes */
-	uint8_t hdr[WIRE_HDR_LEN];
-	size_t hdr_have;
-	struct wire_hdr h;
-	uint8_t *payload;
-	size_t pay_have;
-	/* send */
-	struct txmsg *tx_head, **tx_tail;
-	uint64_t last_rx_ms, started_ms;
-	void *tick;
-	struct sockaddr_storage src;	/* accepted: who connected (family 0: unknown) */
-};
-
-struct vol_listener {
-	int fd;
-	struct peer_link *pending;	/* accepted, not yet identified; newest first */
-	unsigned n_pending;
-	bool accepting;			/* fd is in the loop */
-	void *pause_timer;
-	uint64_t drop_log_ms;		/* when "dropping" was last logged */
-	unsigned drops_unlogged;
-};
 
 static struct peer *peer_by_name(struct repl_volume *vol, const char *node);
-
-static struct vol_listener *listeners_of(struct repl_volume *vol)
-{
-	return vol->listener;
-}
-static void link_event(void *arg, int fd, unsigned revents);
-static void link_close(struct peer_link *l);
-static void link_free(struct peer_link *l);
 static void schedule_reconnect(struct peer *p);
 
 /* ---- small helpers ---------------------------------------------------------- */
@@ -159,94 +79,13 @@ void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side
 	g->node_id = node_id_of(vol, vol->node);
 }
 
-static void link_update(struct peer_link *l)
-{
-	if (l->dead)
-		return;
-	unsigned ev = POLLIN | (l->tx_head ? POLLOUT : 0);
-
-	if (l->registered && ev != l->events &&
-	    repl__fd_mod(l->vol->eng, l->fd, ev) == 0)
-		l->events = ev;
-}
-
 /* ---- sending ---------------------------------------------------------------- */
-
-static int link_flush(struct peer_link *l)
-{
-	struct iovec iov[MAX_IOV];
-	struct msghdr msg = { .msg_iov = iov };
-	ssize_t n;
-
-	while (l->tx_head) {
-		size_t cnt = 0;
-		for (struct txmsg *m = l->tx_head; m && cnt + 2 <= MAX_IOV; m = m->next)
-			for (unsigned i = 0; i < m->niov; i++)
-				iov[cnt++] = m->iov[i];
-		msg.msg_iovlen = cnt;
-		n = repl__sys->sendmsg(l->fd, &msg);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
-			return errno == EAGAIN ? 0 : -errno;
-		}
-		while (l->tx_head && n > 0) {
-			struct txmsg *m = l->tx_head;
-			for (unsigned i = 0; i < m->niov && n > 0; i++) {
-				size_t take = MIN((size_t)n, m->iov[i].iov_len);
-				m->iov[i].iov_base = (char *)m->iov[i].iov_base + take;
-				m->iov[i].iov_len -= take;
-				n -= (ssize_t)take;
-			}
-			if (m->iov[m->niov - 1].iov_len)
-				break;
-			l->tx_head = m->next;
-			if (!l->tx_head)
-				l->tx_tail = &l->tx_head;
-			free(m->owned);
-			free(m);
-		}
-	}
-	return 0;
-}
-
-/* Queues a frame: the encoded prefix, then data (not copied; it must live
- * until sent or the link closes; owned is freed then). */
-static int link_send(struct peer_link *l, const struct wire_msg *m, const void *data,
-		     size_t dlen, void *owned)
-{
-	struct txmsg *t = malloc(sizeof(*t));
-	ssize_t n;
-
-	if (!t) {
-		free(owned);
-		return -ENOMEM;
-	}
-	n = wire_encode_prefix(m, t->prefix, sizeof(t->prefix));
-	if (n < 0) {
-		free(owned);
-		free(t);
-		return (int)n;
-	}
-	t->iov[0] = (struct iovec){ t->prefix, (size_t)n };
-	t->niov = 1;
-	if (dlen)
-		t->iov[t->niov++] = (struct iovec){ (void *)data, dlen };
-	t->owned = owned;
-	t->next = NULL;
-	*l->tx_tail = t;
-	l->tx_tail = &t->next;
-	if (link_flush(l) < 0)
-		return -EPIPE;	/* the read side will notice and close */
-	link_update(l);
-	return 0;
-}
 
 static int send_msg(struct peer *p, const struct wire_msg *m)
 {
 	if (!p->l || p->conn < PC_HANDSHAKE)
 		return -ENOTCONN;
-	return link_send(p->l, m, NULL, 0, NULL);
+	return repl__link_send(p->l, m, NULL, 0, NULL);
 }
 
 int repl__peer_send_msg(struct peer *p, const struct wire_msg *m)
@@ -281,7 +120,7 @@ static int send_write_chunks(struct peer *p, struct vwrite *w, uint32_t fua)
 			m.u.write.have_crc = true;
 			m.u.write.payload_crc = w->crc[n];
 		}
-		r = link_send(p->l, &m, data, len, NULL);
+		r = repl__link_send(p->l, &m, data, len, NULL);
 		if (r < 0)
 			return r;
 		done += len;
@@ -344,7 +183,7 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 		free(data);
 		return -ENOTCONN;
 	}
-	return link_send(p->l, &m, data, len, data);
+	return repl__link_send(p->l, &m, data, len, data);
 }
 
 /* Our state; and (notice) that another replica is now Outdated, or
@@ -444,7 +283,7 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 
 	if (p->l) {
 		p->l->p = NULL;
-		link_close(p->l);
+		repl__link_close(p->l);
 		p->l = NULL;
 	}
 	/* A connection being made goes too: left, it would become a second
@@ -485,8 +324,8 @@ static void standalone(struct peer *p, uint32_t bye, const char *why)
 
 	m.u.bye_reason = bye;
 	if (p->l) {
-		link_send(p->l, &m, NULL, 0, NULL);
-		link_flush(p->l);
+		repl__link_send(p->l, &m, NULL, 0, NULL);
+		repl__link_flush(p->l);
 	}
 	peer_down(p, why, true);
 }
@@ -615,8 +454,8 @@ static void size_wait(struct peer *p, const char *why, bool tell)
 
 	if (tell && p->l) {
 		m.u.bye_reason = WIRE_BYE_SIZE;
-		link_send(p->l, &m, NULL, 0, NULL);
-		link_flush(p->l);
+		repl__link_send(p->l, &m, NULL, 0, NULL);
+		repl__link_flush(p->l);
 	}
 	peer_down(p, said ? NULL : why, false);
 	set_reason(p, "%s", why);
@@ -1008,18 +847,6 @@ static struct peer *peer_by_name(struct repl_volume *vol, const char *node)
 	return NULL;
 }
 
-static void pending_unlink(struct peer_link *l)
-{
-	struct vol_listener *vl = listeners_of(l->vol);
-
-	for (struct peer_link **pp = vl ? &vl->pending : NULL; pp && *pp; pp = &(*pp)->next)
-		if (*pp == l) {
-			*pp = l->next;
-			vl->n_pending--;
-			return;
-		}
-}
-
 /* An accepted link proved the key and named its node: it becomes that
  * peer's connection, replacing a stale one (the peer restarted). */
 static int attach_accepted(struct peer_link *l)
@@ -1027,7 +854,6 @@ static int attach_accepted(struct peer_link *l)
 	const struct wire_hello *h = wire_auth_peer_hello(&l->auth);
 	struct peer *p = h ? peer_by_name(l->vol, h->node) : NULL;
 
-	pending_unlink(l);
 	if (l->vol->down) {
 		snprintf(l->why, sizeof(l->why), "volume is down on this node");
 		return -EACCES;
@@ -1043,38 +869,6 @@ static int attach_accepted(struct peer_link *l)
 	p->l = l;
 	l->p = p;
 	p->conn = PC_HANDSHAKE;
-	return 0;
-}
-
-static int auth_step(struct peer_link *l)
-{
-	uint8_t buf[WIRE_CONTROL_FRAME_MAX];
-	size_t len;
-	int r;
-
-	while ((r = wire_auth_next(&l->auth, buf, sizeof(buf), &len)) == 1) {
-		struct txmsg *t = malloc(sizeof(*t));
-		if (!t)
-			return -ENOMEM;
-		memcpy(t->prefix, buf, len);
-		t->iov[0] = (struct iovec){ t->prefix, len };
-		t->niov = 1;
-		t->owned = NULL;
-		t->next = NULL;
-		*l->tx_tail = t;
-		l->tx_tail = &t->next;
-	}
-	if (r < 0)
-		return r;
-	if (link_flush(l) < 0)
-		return -EPIPE;
-	if (!l->authed && wire_auth_done(&l->auth)) {
-		l->authed = true;
-		if (!l->p && (r = attach_accepted(l)) < 0)
-			return r;
-		plog(LOG_INFO, l->vol->name, "peer %s authenticated", l->p->node);
-		return repl__peer_send_volume(l->p);
-	}
 	return 0;
 }
 
@@ -1097,245 +891,45 @@ static void explain_refusal(struct peer_link *l)
 			 "the key files differ", h->node);
 }
 
-static int on_frame(struct peer_link *l)
+/* ---- what the links report (link.h) --------------------------------------------- */
+
+static int on_link_authed(struct peer_link *l)
 {
-	struct wire_msg m;
-	uint8_t *payload = l->payload;
 	int r;
 
-	l->payload = NULL;
-	if (!l->authed) {
-		uint8_t *frame = malloc(WIRE_HDR_LEN + l->h.length);
-		if (!frame) {
-			free(payload);
-			return -ENOMEM;
-		}
-		memcpy(frame, l->hdr, WIRE_HDR_LEN);
-		if (l->h.length)
-			memcpy(frame + WIRE_HDR_LEN, payload, l->h.length);
-		if (l->h.type == WIRE_HELLO && wire_decode_payload(&l->h, payload, l->h.length,
-								  &m) == 0) {
-			l->hello = m.u.hello;
-			l->hello_seen = true;
-		}
-		r = wire_auth_receive(&l->auth, frame, WIRE_HDR_LEN + l->h.length);
-		free(frame);
+	if (!l->p && (r = attach_accepted(l)) < 0)
+		return r;
+	plog(LOG_INFO, l->vol->name, "peer %s authenticated", l->p->node);
+	return repl__peer_send_volume(l->p);
+}
+
+static int on_link_frame(struct peer_link *l, struct wire_msg *m, uint8_t *payload)
+{
+	if (!frame_allowed(l->p, m->type)) {
 		free(payload);
-		if (r == -EACCES)
-			explain_refusal(l);
-		return r < 0 ? r : auth_step(l);
+		return -EPROTO;
 	}
-	r = wire_decode_payload(&l->h, payload, l->h.length, &m);
-	if (r < 0 || !frame_allowed(l->p, l->h.type)) {
-		free(payload);
-		return r < 0 ? r : -EPROTO;
-	}
-	m.seq = l->h.seq;
-	dispatch(l->p, &m, payload);
+	dispatch(l->p, m, payload);
 	return 0;
 }
 
-/* Reads what is there; returns 0 (wait for more), or -errno to close. */
-static int link_read(struct peer_link *l)
+static void on_link_fail(struct peer_link *l, const char *why)
 {
-	for (int rounds = 0; rounds < 64; rounds++) {
-		uint8_t *dst;
-		size_t want;
-		ssize_t n;
-		int r;
-
-		if (l->hdr_have < WIRE_HDR_LEN) {
-			dst = l->hdr + l->hdr_have;
-			want = WIRE_HDR_LEN - l->hdr_have;
-		} else {
-			dst = l->payload + l->pay_have;
-			want = l->h.length - l->pay_have;
-		}
-		n = want ? repl__sys->recv(l->fd, dst, want) : 0;
-		if (want && n == 0)
-			return -EPIPE;
-		if (n < 0)
-			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
-		l->last_rx_ms = now_mono_ms();
-		if (l->hdr_have < WIRE_HDR_LEN) {
-			l->hdr_have += (size_t)n;
-			if (l->hdr_have < WIRE_HDR_LEN)
-				continue;
-			r = wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
-			if (r < 0)
-				return r;
-			if (!l->authed && !wire_hdr_before_auth(&l->h)) {
-				snprintf(l->why, sizeof(l->why), "%s frame of %u bytes before "
-					 "authentication", wire_type_name(l->h.type), l->h.length);
-				return -EPROTO;
-			}
-			l->payload = repl__buf_get(l->h.length);
-			if (!l->payload)
-				return -ENOMEM;
-			l->pay_have = 0;
-		} else {
-			l->pay_have += (size_t)n;
-		}
-		if (l->pay_have < l->h.length)
-			continue;
-		l->hdr_have = 0;
-		r = on_frame(l);
-		if (r < 0 || l->dead)
-			return r;
-	}
-	return 0;
+	peer_down(l->p, why, false);
 }
 
-static const char *link_error(int r)
+static bool on_link_up(const struct peer_link *l)
 {
-	switch (r) {
-	case -EPIPE: return "connection closed by peer";
-	case -EACCES: return "authentication failed (wrong key or not a peer)";
-	case -EPROTO: return "peer sent an invalid frame";
-	case -EBADMSG: return "frame checksum mismatch";
-	case -EMSGSIZE: return "frame length out of bounds";
-	case -EPROTONOSUPPORT: return "peer speaks another protocol version";
-	case -ETIMEDOUT: return "peer not responding";
-	default: return "connection error";
-	}
+	return l->p->conn == PC_UP;
 }
 
-/* Strangers may connect a thousand times a second: one line a second,
- * with a count of what it stands for. */
-static void log_drop(struct vol_listener *vl, const char *vol, const char *why)
-{
-	uint64_t now = now_mono_ms();
-
-	if (vl && vl->drop_log_ms && now - vl->drop_log_ms < DROP_LOG_MS) {
-		vl->drops_unlogged++;
-		return;
-	}
-	if (vl && vl->drops_unlogged)
-		plog(LOG_WARNING, vol, "dropping an incoming replication connection: %s "
-		     "(and %u more in the last %u ms)", why, vl->drops_unlogged,
-		     (unsigned)(now - vl->drop_log_ms));
-	else
-		plog(LOG_WARNING, vol, "dropping an incoming replication connection: %s", why);
-	if (vl) {
-		vl->drop_log_ms = now;
-		vl->drops_unlogged = 0;
-	}
-}
-
-static void link_fail(struct peer_link *l, int r)
-{
-	const char *why = l->why[0] ? l->why : link_error(r);
-
-	if (l->p) {
-		peer_down(l->p, why, false);
-		return;
-	}
-	log_drop(l->vol->listener, l->vol->name, why);
-	pending_unlink(l);
-	link_close(l);
-}
-
-static void link_event(void *arg, int fd, unsigned revents)
-{
-	struct peer_link *l = arg;
-	int r = 0;
-
-	l->busy++;
-	if (revents & POLLOUT)
-		r = link_flush(l);
-	if (r == 0 && (revents & (POLLIN | POLLHUP | POLLERR)))
-		r = link_read(l);
-	if (r < 0 && !l->dead)
-		link_fail(l, r);
-	else if (!l->dead)
-		link_update(l);
-	if (--l->busy == 0 && l->dead)
-		link_free(l);
-}
-
-/* ---- timers ---------------------------------------------------------------------- */
-
-static void link_tick(void *arg)
-{
-	struct peer_link *l = arg;
-	uint64_t now = now_mono_ms();
-	struct wire_msg ping = { .type = WIRE_PING };
-
-	l->tick = NULL;
-	if (!l->p && now - l->started_ms > AUTH_TIMEOUT_MS) {
-		link_fail(l, -ETIMEDOUT);
-		return;
-	}
-	if (!l->authed || (l->p && l->p->conn != PC_UP)) {
-		if (now - l->started_ms > HANDSHAKE_TIMEOUT_MS) {
-			link_fail(l, -ETIMEDOUT);
-			return;
-		}
-	} else if (now - l->last_rx_ms > PING_LIMIT) {
-		link_fail(l, -ETIMEDOUT);
-		return;
-	} else if (l->p) {
-		send_msg(l->p, &ping);
-	}
-	/* The handshake's deadlines are checked every second. */
-	repl__timer_add(l->vol->eng, l->authed && l->p && l->p->conn == PC_UP ? PING_EVERY :
-			PING_INTERVAL_MS, link_tick, l, &l->tick);
-}
-
-static struct peer_link *link_new(struct repl_volume *vol, int fd, struct peer *p)
-{
-	struct peer_link *l = calloc(1, sizeof(*l));
-	struct wire_auth_params ap = {
-		.key = vol->key, .keylen = vol->key_len, .initiator = p != NULL,
-		.node = vol->node, .peer = p ? p->node : NULL, .resource = vol->name,
-	};
-
-	if (!l)
-		return NULL;
-	l->vol = vol;
-	l->p = p;
-	l->fd = fd;
-	l->tx_tail = &l->tx_head;
-	l->started_ms = l->last_rx_ms = now_mono_ms();
-	if (wire_auth_init(&l->auth, &ap, NULL) < 0 ||
-	    repl__fd_add(vol->eng, fd, POLLIN, link_event, l) < 0) {
-		free(l);
-		return NULL;
-	}
-	l->registered = true;
-	l->events = POLLIN;
-	repl__timer_add(vol->eng, PING_INTERVAL_MS, link_tick, l, &l->tick);
-	return l;
-}
-
-static void link_free(struct peer_link *l)
-{
-	struct txmsg *t;
-
-	while ((t = l->tx_head)) {
-		l->tx_head = t->next;
-		free(t->owned);
-		free(t);
-	}
-	wire_auth_clear(&l->auth);
-	free(l->payload);
-	free(l);
-}
-
-/* Closes the socket now; the memory goes when no handler is running on it. */
-static void link_close(struct peer_link *l)
-{
-	repl__timer_del(l->vol->eng, &l->tick);
-	if (l->registered)
-		repl__fd_del(l->vol->eng, l->fd);
-	l->registered = false;
-	if (l->fd >= 0)
-		repl__sys->close(l->fd);
-	l->fd = -1;
-	l->dead = true;
-	if (!l->busy)
-		link_free(l);
-}
+static const struct repl_link_ops peer_link_ops = {
+	.authed = on_link_authed,
+	.frame = on_link_frame,
+	.refused = explain_refusal,
+	.fail = on_link_fail,
+	.up = on_link_up,
+};
 
 /* ---- connecting ------------------------------------------------------------------- */
 
@@ -1355,7 +949,7 @@ static void connect_done(void *arg, int fd, unsigned revents)
 		schedule_reconnect(p);
 		return;
 	}
-	p->l = link_new(p->vol, fd, p);
+	p->l = repl__link_new(p->vol, fd, p, p->node, &peer_link_ops);
 	if (!p->l) {
 		repl__sys->close(fd);
 		p->conn = PC_IDLE;
@@ -1363,7 +957,7 @@ static void connect_done(void *arg, int fd, unsigned revents)
 		return;
 	}
 	p->conn = PC_HANDSHAKE;
-	if (auth_step(p->l) < 0)
+	if (repl__link_start(p->l) < 0)
 		peer_down(p, "handshake failed", false);
 }
 
@@ -1413,129 +1007,6 @@ static void schedule_reconnect(struct peer *p)
 	repl__timer_add(p->vol->eng, p->backoff_ms, reconnect_fire, p, &p->reconnect_timer);
 }
 
-/* ---- accepting -------------------------------------------------------------------- */
-
-
-static bool same_source(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
-{
-	if (a->ss_family != b->ss_family)
-		return false;
-	if (a->ss_family == AF_INET)
-		return ((const struct sockaddr_in *)a)->sin_addr.s_addr ==
-		       ((const struct sockaddr_in *)b)->sin_addr.s_addr;
-	if (a->ss_family == AF_INET6)
-		return !memcmp(&((const struct sockaddr_in6 *)a)->sin6_addr,
-			       &((const struct sockaddr_in6 *)b)->sin6_addr, 16);
-	return true;
-}
-
-/* Room for one more handshake from src: over a limit, the oldest pending
- * link (of src, if src is at its own limit) goes. */
-static void make_room(struct vol_listener *vl, const struct sockaddr_storage *src)
-{
-	struct peer_link *oldest = NULL, *oldest_src = NULL;
-	unsigned from_src = 0;
-
-	for (struct peer_link *l = vl->pending; l; l = l->next) {
-		oldest = l;
-		if (same_source(&l->src, src)) {
-			oldest_src = l;
-			from_src++;
-		}
-	}
-	if (from_src >= HANDSHAKES_PER_SOURCE)
-		oldest = oldest_src;
-	else if (vl->n_pending < HANDSHAKES_MAX)
-		return;
-	snprintf(oldest->why, sizeof(oldest->why), "too many handshakes %s (limit %u), "
-		 "the oldest goes", oldest == oldest_src ? "from its address" : "at once",
-		 oldest == oldest_src ? HANDSHAKES_PER_SOURCE : HANDSHAKES_MAX);
-	link_fail(oldest, -EBUSY);
-}
-
-static void listener_accept(void *arg, int fd, unsigned revents);
-
-static void resume_accept(void *arg)
-{
-	struct repl_volume *vol = arg;
-	struct vol_listener *vl = vol->listener;
-
-	vl->pause_timer = NULL;
-	if (repl__fd_add(vol->eng, vl->fd, POLLIN, listener_accept, vol) == 0)
-		vl->accepting = true;
-	else
-		repl__timer_add(vol->eng, ACCEPT_PAUSE_MS, resume_accept, vol, &vl->pause_timer);
-}
-
-/* Out of descriptors (or memory): the waiting connection would wake the
- * loop on every turn; look again a little later. */
-static void pause_accept(struct repl_volume *vol, int err)
-{
-	struct vol_listener *vl = vol->listener;
-
-	plog_errno(LOG_WARNING, vol->name, err, "cannot accept a replication connection, "
-		   "pausing for %u ms", ACCEPT_PAUSE_MS);
-	repl__fd_del(vol->eng, vl->fd);
-	vl->accepting = false;
-	repl__timer_add(vol->eng, ACCEPT_PAUSE_MS, resume_accept, vol, &vl->pause_timer);
-}
-
-static void listener_accept(void *arg, int fd, unsigned revents)
-{
-	struct repl_volume *vol = arg;
-	struct vol_listener *vl = vol->listener;
-
-	for (int i = 0; i < 16; i++) {
-		struct sockaddr_storage src;
-		int c = repl__sys->accept(fd, &src);
-		struct peer_link *l;
-		if (c < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
-				pause_accept(vol, errno);
-			return;
-		}
-		make_room(vl, &src);
-		l = link_new(vol, c, NULL);
-		if (!l) {
-			repl__sys->close(c);
-			continue;
-		}
-		l->src = src;
-		l->next = vl->pending;
-		vl->pending = l;
-		vl->n_pending++;
-		if (auth_step(l) < 0)
-			link_fail(l, -EPROTO);
-	}
-}
-
-static int listen_start(struct repl_volume *vol, const char *host, const char *port)
-{
-	struct vol_listener *vl;
-	int fd, r = 0;
-
-	fd = repl__sys->listen(host, port);
-	if (fd < 0)
-		return fd;
-	vl = calloc(1, sizeof(*vl));
-	if (r == 0 && !vl)
-		r = -ENOMEM;
-	if (r == 0)
-		r = repl__fd_add(vol->eng, fd, POLLIN, listener_accept, vol);
-	if (r < 0) {
-		free(vl);
-		repl__sys->close(fd);
-		return r;
-	}
-	vl->fd = fd;
-	vl->accepting = true;
-	vol->listener = vl;
-	plog(LOG_INFO, vol->name, "replication listening on %s:%s", host && *host ? host : "*",
-	     port);
-	return 0;
-}
-
 /* ---- volume setup --------------------------------------------------------------- */
 
 static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
@@ -1577,7 +1048,7 @@ int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *
 			return -ENOMEM;
 		vol->n_peers = i + 1;
 	}
-	r = listen_start(vol, cfg->listen_host, cfg->listen_port);
+	r = repl__link_listen(vol, cfg->listen_host, cfg->listen_port, &peer_link_ops);
 	if (r < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "cannot listen for replication on %s:%s",
 			   cfg->listen_host, cfg->listen_port);
@@ -1591,7 +1062,6 @@ int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *
 
 void repl__peers_stop(struct repl_volume *vol)
 {
-	struct vol_listener *vl = vol->listener;
 	struct wire_msg bye = { .type = WIRE_BYE };
 
 	for (unsigned i = 0; i < vol->n_peers; i++) {
@@ -1601,7 +1071,7 @@ void repl__peers_stop(struct repl_volume *vol)
 		repl__timer_del(vol->eng, &p->reconnect_timer);
 		if (p->l && p->conn >= PC_HANDSHAKE) {
 			bye.u.bye_reason = WIRE_BYE_SHUTDOWN;
-			link_send(p->l, &bye, NULL, 0, NULL);
+			repl__link_send(p->l, &bye, NULL, 0, NULL);
 		}
 		if (p->cfd >= 0) {
 			repl__fd_del(vol->eng, p->cfd);
@@ -1610,19 +1080,7 @@ void repl__peers_stop(struct repl_volume *vol)
 		}
 		peer_down(p, NULL, true);
 	}
-	if (vl) {
-		while (vl->pending) {
-			struct peer_link *l = vl->pending;
-			vl->pending = l->next;
-			link_close(l);
-		}
-		repl__timer_del(vol->eng, &vl->pause_timer);
-		if (vl->accepting)
-			repl__fd_del(vol->eng, vl->fd);
-		repl__sys->close(vl->fd);
-		free(vl);
-		vol->listener = NULL;
-	}
+	repl__link_listen_stop(vol);
 }
 
 /* After repl__peers_stop() and after the volume's I/O has drained. */

@@ -36,7 +36,7 @@ struct peer {
 	bool suppressed;		/* Secondary pair that differs: no data */
 	enum repl_link_state link;
 	char reason[128];
-	struct peer_link *l;		/* socket, buffers, handshake (peer.c) */
+	struct peer_link *l;		/* socket, buffers, handshake (link.c) */
 	uint64_t backoff_ms;
 	void *reconnect_timer;
 	/* what the peer told us */

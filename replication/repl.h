@@ -79,6 +79,9 @@ struct repl_volume_config {
 	unsigned n_peers;
 	const uint8_t *key;	/* shared secret proving peers are ours */
 	size_t key_len;
+	/* link-security = none: frames after the handshake go unsealed
+	 * (linkcrypt.h); every replica must say the same. */
+	bool link_plain;
 	unsigned outdate_timeout_ms;	/* how long I/O waits to outdate a lost peer */
 	const uint8_t *uuid;	/* 16 bytes for a new replica; NULL: random */
 	uint64_t resync_rate_max;	/* bytes/s a resync may send; 0: no limit */

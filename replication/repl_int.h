@@ -108,6 +108,7 @@ struct repl_volume {
 	unsigned n_peers;
 	uint8_t *key;
 	size_t key_len;
+	bool link_plain;		/* link-security = none (link.c) */
 	unsigned outdate_timeout_ms;
 	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
 	uint64_t seq;			/* last write sequence number sent */

@@ -182,6 +182,11 @@ static int replication_setup(struct repl_volume *vol, const struct repl_volume_c
 		return -ENOMEM;
 	memcpy(vol->key, cfg->key, cfg->key_len);
 	vol->key_len = cfg->key_len;
+	vol->link_plain = cfg->link_plain;
+	if (vol->link_plain)
+		plog(LOG_WARNING, vol->name, "link-security = none: replica links are "
+		     "authenticated at connection only; anyone on the path can read, "
+		     "alter or inject frames after that");
 	return repl__peers_start(vol, cfg);
 }
 

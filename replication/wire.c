@@ -877,11 +877,14 @@ int wire_auth_next(struct wire_auth *a, uint8_t *buf, size_t cap, size_t *len)
 	} else if (!(a->sent & BIT(WIRE_CHALLENGE))) {
 		m.type = WIRE_CHALLENGE;
 		memcpy(m.u.nonce, a->nonce, WIRE_NONCE_LEN);
-	} else if (!(a->sent & BIT(WIRE_AUTH)) && (a->got & BIT(WIRE_CHALLENGE))) {
+	} else if (!(a->sent & BIT(WIRE_AUTH)) && (a->got & BIT(WIRE_CHALLENGE)) &&
+		   (a->initiator || a->verified)) {
 		m.type = WIRE_AUTH;
 		r = proof(a, a->initiator, m.u.mac);
 		if (r)
 			return auth_fail(a, r);
+	} else if (a->refuse) {
+		return auth_fail(a, a->refuse);
 	} else if (!(a->sent & BIT(WIRE_AUTH_OK)) && a->verified) {
 		m.type = WIRE_AUTH_OK;
 	} else {
@@ -928,6 +931,8 @@ static int got_auth(struct wire_auth *a, const struct wire_msg *m)
 	if (CRYPTO_memcmp(want, m->u.mac, WIRE_MAC_LEN) != 0)
 		return -EACCES;
 	a->verified = true;
+	if ((a->self.features ^ a->peer.features) & WIRE_FEAT_AEAD)
+		a->refuse = -ENOPROTOOPT;
 	return 0;
 }
 
@@ -981,9 +986,24 @@ const struct wire_hello *wire_auth_peer_hello(const struct wire_auth *a)
 	return (a->got & BIT(WIRE_HELLO)) ? &a->peer : NULL;
 }
 
+bool wire_auth_sent_ok(const struct wire_auth *a)
+{
+	return a->sent & BIT(WIRE_AUTH_OK);
+}
+
+bool wire_auth_proof_pending(const struct wire_auth *a)
+{
+	return (a->sent & BIT(WIRE_AUTH)) && !a->verified;
+}
+
+bool wire_auth_got_ok(const struct wire_auth *a)
+{
+	return a->got & BIT(WIRE_AUTH_OK);
+}
+
 int wire_auth_session_key(const struct wire_auth *a, uint8_t out[WIRE_SESSION_KEY_LEN])
 {
-	if (!wire_auth_done(a))
+	if (a->error || !a->verified)
 		return -EAGAIN;
 	return transcript_mac(a, session_label, sizeof(session_label), -1, out);
 }

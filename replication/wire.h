@@ -86,6 +86,9 @@ enum wire_type {
 /* Feature bits in HELLO (negotiated: the intersection is used). */
 #define WIRE_FEAT_TRIM 0x1u
 #define WIRE_FEAT_ZERO 0x2u
+/* link-security = aead: frames after the handshake are sealed
+ * (linkcrypt.h).  Not negotiated: both sides must say the same. */
+#define WIRE_FEAT_AEAD 0x4u
 
 enum wire_bye_reason {
 	WIRE_BYE_SHUTDOWN = 0,
@@ -267,7 +270,9 @@ uint32_t wire_payload_crc(const struct wire_msg *m);
  * Both sides hold the same key.  Each sends, in order: HELLO (versions,
  * features, its role as initiator or acceptor, node and resource names),
  * CHALLENGE (a fresh 32-byte nonce), AUTH (proof), AUTH_OK (it accepted the
- * peer's proof).  The proof is
+ * peer's proof).  The acceptor sends its proof only after it verified the
+ * initiator's: a stranger who connects learns nothing keyed from it.  The
+ * proof is
  *
  *   HMAC-SHA256(key, "replagent-v1 auth" NUL || sender role byte ||
  *               initiator nonce || acceptor nonce ||
@@ -277,7 +282,10 @@ uint32_t wire_payload_crc(const struct wire_msg *m);
  * defeats reflection of a proof back to its sender; the HELLOs in the MAC
  * defeat tampering with the negotiation.  A peer claiming our own node name
  * (a relay back to ourselves), the wrong role, or our own nonce is refused.
- * Proofs are compared in constant time. */
+ * Proofs are compared in constant time.  Once a proof is verified, the
+ * WIRE_FEAT_AEAD bits of the two HELLOs must agree, or the handshake fails
+ * with -ENOPROTOOPT after sending its own proof (so that both sides know,
+ * authentically, that the settings differ). */
 
 #define WIRE_KEY_MIN 16
 #define WIRE_KEY_MAX 256
@@ -304,6 +312,7 @@ struct wire_auth {
 	unsigned sent, got;		/* bit (type - 1) per frame */
 	bool verified;
 	int error;			/* sticky, once failed */
+	int refuse;			/* the error once our proof is sent */
 	char expect_peer[WIRE_NAME_MAX];
 	uint8_t nonce[WIRE_NONCE_LEN], peer_nonce[WIRE_NONCE_LEN];
 	uint8_t hello[WIRE_HELLO_LEN], peer_hello[WIRE_HELLO_LEN];
@@ -324,10 +333,16 @@ int wire_auth_next(struct wire_auth *a, uint8_t *buf, size_t cap, size_t *len);
 int wire_auth_receive(struct wire_auth *a, const uint8_t *frame, size_t len);
 /* True once the handshake is complete in both directions. */
 bool wire_auth_done(const struct wire_auth *a);
+/* We sent our AUTH_OK / received the peer's: the last clear frame of each
+ * direction (what follows is sealed, with WIRE_FEAT_AEAD). */
+bool wire_auth_sent_ok(const struct wire_auth *a);
+/* We sent our proof and have not verified the peer's. */
+bool wire_auth_proof_pending(const struct wire_auth *a);
+bool wire_auth_got_ok(const struct wire_auth *a);
 /* The peer's HELLO, valid once received (NULL before). */
 const struct wire_hello *wire_auth_peer_hello(const struct wire_auth *a);
-/* A key both sides derive from the handshake, for later use (per-frame
- * MACs); 0, or -EAGAIN before the handshake is done, -EIO. */
+/* A key both sides derive from the handshake (linkcrypt.c); 0, or -EAGAIN
+ * before the peer's proof is verified, -EIO. */
 int wire_auth_session_key(const struct wire_auth *a, uint8_t out[WIRE_SESSION_KEY_LEN]);
 void wire_auth_clear(struct wire_auth *a);
 

@@ -1041,6 +1041,8 @@ volume_option() {
 # write_node_config NODE FILE KEYFILE VOL SIZE BACKING: NODE's config with
 # one volume replicated on CLUSTER_NODES (their NODE_ADDR), for tests that
 # need a node with something different (another key, volume name, size).
+# NODE_GLOBAL_EXTRA, if set, is a line added to its [global] section (e.g.
+# "link-security = none").
 write_node_config() {
 	local n=$1 f=$2 d m
 	d=${NODE_DIR[$n]}
@@ -1054,6 +1056,7 @@ write_node_config() {
 		echo "pidfile = $d/replagentd.pid"
 		echo "key-file = $3"
 		echo "outdate-timeout = $CLUSTER_OUTDATE"
+		[ -z "${NODE_GLOBAL_EXTRA:-}" ] || echo "$NODE_GLOBAL_EXTRA"
 		echo
 		echo "[volume $4]"
 		echo "backing = $6"

@@ -20,6 +20,9 @@ requires_replagentd
 requires_replagent
 
 MiB=$((1 << 20))
+# replwire.py speaks the frames in the clear after the handshake: the real
+# nodes run link-security = none (repl-mitm.sh tests the sealed links).
+NODE_GLOBAL_EXTRA='link-security = none'
 
 # fake SCENARIO TARGET [ARGS...]: replwire.py as replica a towards TARGET.
 fake() {

@@ -834,12 +834,13 @@ static void test_handshake_refused(void)
 	setup(&a, key2, false, "beta", NULL, 0x22);
 	pump(&i, &a, NULL, NULL);
 	expect_fail("different key", &i, &a, -EACCES);
-	/* The acceptor proves first; the initiator refuses it and never sends
-	 * its own proof, so the acceptor is left waiting (for a close). */
-	CHECK(i.rc == -EACCES && a.rc == WIRE_AUTH_CONTINUE);
+	/* The initiator proves first; the acceptor refuses it and never sends
+	 * its own proof (a stranger who connects gets nothing keyed), so the
+	 * initiator is left waiting (for a close). */
+	CHECK(a.rc == -EACCES && i.rc == WIRE_AUTH_CONTINUE);
 	/* Errors are sticky. */
-	CHECK(wire_auth_next(&i.a, (uint8_t[FRAME_CAP]){ 0 }, FRAME_CAP, &(size_t){ 0 }) == -EACCES);
-	CHECK(wire_auth_receive(&i.a, (const uint8_t *)"x", 1) == -EACCES);
+	CHECK(wire_auth_next(&a.a, (uint8_t[FRAME_CAP]){ 0 }, FRAME_CAP, &(size_t){ 0 }) == -EACCES);
+	CHECK(wire_auth_receive(&a.a, (const uint8_t *)"x", 1) == -EACCES);
 	/* Handed the initiator's proof anyway, the acceptor refuses it too. */
 	setup(&i, key1, true, "alpha", NULL, 0x11);
 	setup(&a, key2, false, "beta", NULL, 0x22);
