@@ -1,6 +1,6 @@
 /* tests/mitm.c: a man in the middle for one replica link (tests/repl-mitm.sh).
  *
- *   mitm LISTEN_PORT TARGET_HOST TARGET_PORT MODE INJECT_OFFSET
+ *   mitm LISTEN_PORT TARGET_HOST TARGET_PORT MODE INJECT_OFFSET [CAPTURE]
  *
  * Relays TCP connections from 127.0.0.1:LISTEN_PORT to the target, one at
  * a time, and attacks the first connection once, in the direction from
@@ -17,7 +17,10 @@
  * AUTH_OK, then either plain frames (the magic follows) or sealed records
  * (linkcrypt.h: a length, then ciphertext and tag); a "WRITE" there is a
  * record of more than 4 KiB.  Each attack and each connection is one line
- * on stdout.  Ends on SIGTERM. */
+ * on stdout.  With CAPTURE, every byte relayed either way is appended to
+ * CAPTURE.all, and the handshake's frames of both directions (up to each
+ * side's AUTH_OK) to CAPTURE.handshake: what a listener on the wire sees
+ * (tests/repl-link-names.sh).  Ends on SIGTERM. */
 #include "config.h"
 
 #include <errno.h>
@@ -44,11 +47,24 @@ struct relay {
 	unsigned writes;		/* WRITE frames seen on this connection */
 	uint8_t *held;			/* reorder: the frame held back; replay: recorded */
 	size_t held_len;
+	/* server-to-client handshake frames being assembled (capture only) */
+	uint8_t sbuf[4096];
+	size_t shave;
+	bool sdone;			/* the server's AUTH_OK went by */
 };
 
 static const char *mode;
 static uint64_t inject_offset;
 static bool attacked;
+static FILE *cap_all, *cap_hs;	/* CAPTURE.all, CAPTURE.handshake */
+
+static void capture(FILE *f, const void *p, size_t len)
+{
+	if (f && (fwrite(p, 1, len, f) != len || fflush(f))) {
+		perror("mitm: capture");
+		exit(1);
+	}
+}
 
 static uint32_t be32(const uint8_t *p)
 {
@@ -147,6 +163,9 @@ static int forward(struct relay *r, uint8_t *u, size_t len)
 	bool w = is_write(r, u, len);
 	int rc;
 
+	capture(cap_all, u, len);
+	if (r->state == ST_HANDSHAKE)
+		capture(cap_hs, u, len);
 	if (r->state == ST_HANDSHAKE && (u[6] << 8 | u[7]) == WIRE_AUTH_OK)
 		r->state = ST_AFTER_AUTH;
 	if (w)
@@ -213,12 +232,42 @@ static int from_client(struct relay *r)
 	return 0;
 }
 
+/* The server's handshake frames, for CAPTURE.handshake: assembled from
+ * what it sends until its AUTH_OK. */
+static void capture_server(struct relay *r, const uint8_t *b, size_t n)
+{
+	while (cap_hs && !r->sdone && n) {
+		size_t want = WIRE_HDR_LEN, take;
+		if (r->shave >= WIRE_HDR_LEN)
+			want += be32(r->sbuf + 8);
+		if (want > sizeof(r->sbuf)) {
+			r->sdone = true;	/* not a handshake frame: stop */
+			break;
+		}
+		take = want - r->shave < n ? want - r->shave : n;
+		memcpy(r->sbuf + r->shave, b, take);
+		r->shave += take;
+		b += take;
+		n -= take;
+		if (r->shave < WIRE_HDR_LEN || r->shave < WIRE_HDR_LEN + be32(r->sbuf + 8))
+			continue;
+		capture(cap_hs, r->sbuf, r->shave);
+		if ((r->sbuf[6] << 8 | r->sbuf[7]) == WIRE_AUTH_OK)
+			r->sdone = true;
+		r->shave = 0;
+	}
+}
+
 static int from_server(struct relay *r)
 {
 	uint8_t b[65536];
 	ssize_t n = recv(r->s, b, sizeof(b), 0);
 
-	return n <= 0 ? -1 : send_all(r->c, b, (size_t)n);
+	if (n <= 0)
+		return -1;
+	capture(cap_all, b, (size_t)n);
+	capture_server(r, b, (size_t)n);
+	return send_all(r->c, b, (size_t)n);
 }
 
 static void relay_end(struct relay *r)
@@ -240,10 +289,21 @@ int main(int argc, char **argv)
 	unsigned conns = 0;
 	int lfd, one = 1;
 
-	if (argc != 6) {
+	if (argc != 6 && argc != 7) {
 		fprintf(stderr, "usage: mitm LISTEN_PORT HOST PORT "
-			"flip|inject|replay|reorder|none INJECT_OFFSET\n");
+			"flip|inject|replay|reorder|none INJECT_OFFSET [CAPTURE]\n");
 		return 2;
+	}
+	if (argc == 7) {
+		char path[4096];
+		snprintf(path, sizeof(path), "%s.all", argv[6]);
+		cap_all = fopen(path, "ab");
+		snprintf(path, sizeof(path), "%s.handshake", argv[6]);
+		cap_hs = fopen(path, "ab");
+		if (!cap_all || !cap_hs) {
+			perror("mitm: capture");
+			return 1;
+		}
 	}
 	mode = argv[4];
 	inject_offset = strtoull(argv[5], NULL, 0);
