@@ -201,10 +201,12 @@ static void explain_security(struct peer_link *l)
 {
 	const char *mine = l->vol->link_plain ? "none" : "aead";
 	const char *theirs = l->vol->link_plain ? "aead" : "none";
+	const struct wire_names *c;
 
+	wire_auth_refusal(&l->auth, &c);
 	snprintf(l->why, sizeof(l->why), "refused: peer %.64s has link-security = %s, this "
-		 "node %s; set the same on every replica", l->hello_seen ? l->hello.node : "?",
-		 theirs, mine);
+		 "node %s; set the same on every replica",
+		 c ? (l->auth.initiator ? c->acceptor : c->initiator) : "?", theirs, mine);
 }
 
 static int auth_step(struct peer_link *l)
@@ -226,11 +228,14 @@ static int auth_step(struct peer_link *l)
 		l->tx_tail = &t->next;
 	}
 	if (r < 0) {
-		/* A refusal after our proof (link-security differs): the peer
+		/* A refusal after our proof (link-security differs, or, for
+		 * an acceptor, the initiator's names do not fit): the peer
 		 * reads the proof before the socket closes. */
 		link_flush(l);
 		if (r == -ENOPROTOOPT)
 			explain_security(l);
+		else if (r == -EACCES)
+			l->ops->refused(l);	/* the acceptor, for the names */
 		return r;
 	}
 	if (link_flush(l) < 0)
@@ -296,11 +301,6 @@ static int on_frame(struct peer_link *l)
 		memcpy(frame, l->hdr, WIRE_HDR_LEN);
 		if (l->h.length)
 			memcpy(frame + WIRE_HDR_LEN, payload, l->h.length);
-		if (l->h.type == WIRE_HELLO && wire_decode_payload(&l->h, payload, l->h.length,
-								  &m) == 0) {
-			l->hello = m.u.hello;
-			l->hello_seen = true;
-		}
 		r = wire_auth_receive(&l->auth, frame, WIRE_HDR_LEN + l->h.length);
 		free(frame);
 		free(payload);

@@ -47,8 +47,6 @@ struct peer_link {
 	unsigned events;
 	struct wire_auth auth;
 	char why[256];			/* a refusal more precise than the errno */
-	struct wire_hello hello;	/* the peer's, as it said it */
-	bool hello_seen;
 	bool authed;
 	/* link-security = aead (linkcrypt.h): the keys, and whether frames
 	 * we send / receive are sealed now (from our / the peer's AUTH_OK) */

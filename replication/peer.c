@@ -851,8 +851,8 @@ static struct peer *peer_by_name(struct repl_volume *vol, const char *node)
  * peer's connection, replacing a stale one (the peer restarted). */
 static int attach_accepted(struct peer_link *l)
 {
-	const struct wire_hello *h = wire_auth_peer_hello(&l->auth);
-	struct peer *p = h ? peer_by_name(l->vol, h->node) : NULL;
+	const char *node = wire_auth_peer_node(&l->auth);
+	struct peer *p = node ? peer_by_name(l->vol, node) : NULL;
 
 	if (l->vol->down) {
 		snprintf(l->why, sizeof(l->why), "volume is down on this node");
@@ -860,7 +860,7 @@ static int attach_accepted(struct peer_link *l)
 	}
 	if (!p || p->initiator) {
 		plog(LOG_WARNING, l->vol->name, "refusing a connection from %s: not a peer "
-		     "that connects to this node", h ? h->node : "?");
+		     "that connects to this node", node ? node : "?");
 		return -EACCES;
 	}
 	if (p->l)
@@ -872,23 +872,53 @@ static int attach_accepted(struct peer_link *l)
 	return 0;
 }
 
-/* Which check the handshake failed, for the log: the volume, the node or
- * (what is left) the key. */
+/* Which check the handshake failed, for the log.  Names come from the
+ * peer's claim, which the handshake reads only once its proof verified:
+ * before that, all we know is that the key does not fit. */
 static void explain_refusal(struct peer_link *l)
 {
-	const struct wire_hello *h = l->hello_seen ? &l->hello : NULL;
+	const struct wire_names *c;
+	enum wire_refusal why = wire_auth_refusal(&l->auth, &c);
+	bool init = l->auth.initiator;
+	const char *them = c ? (init ? c->acceptor : c->initiator) : "?";
+	const char *us = c ? (init ? c->initiator : c->acceptor) : "?";
 
-	if (!h)
-		return;
-	if (strcmp(h->resource, l->vol->name) != 0)
+	switch (why) {
+	case WIRE_REFUSE_PROOF:
+		if (l->p)
+			snprintf(l->why, sizeof(l->why), "authentication failed for peer %.64s: "
+				 "the key files differ", l->p->node);
+		else
+			snprintf(l->why, sizeof(l->why), "authentication failed: the connecting "
+				 "node's proof does not fit this node's key (the key files differ)");
+		break;
+	case WIRE_REFUSE_NONCE:
+		snprintf(l->why, sizeof(l->why), "refused: the peer sent this link's own "
+			 "nonce back (a reflection)");
+		break;
+	case WIRE_REFUSE_SELF:
+		snprintf(l->why, sizeof(l->why), "refused: the peer is this node itself "
+			 "(%.64s), its connection relayed back to it", l->vol->node);
+		break;
+	case WIRE_REFUSE_RESOURCE:
 		snprintf(l->why, sizeof(l->why), "peer %.64s offers volume \"%.64s\", "
-			 "not this one", h->node, h->resource);
-	else if (!peer_by_name(l->vol, h->node))
-		snprintf(l->why, sizeof(l->why), "node %.64s is not a replica of this volume",
-			 h->node);
-	else
-		snprintf(l->why, sizeof(l->why), "authentication failed for peer %.64s: "
-			 "the key files differ", h->node);
+			 "not this one", them, c ? c->resource : "?");
+		break;
+	case WIRE_REFUSE_NOT_US:
+		snprintf(l->why, sizeof(l->why), "refused: peer %.64s expected node %.64s "
+			 "at this address, not this one", them, us);
+		break;
+	case WIRE_REFUSE_PEER:
+		if (!peer_by_name(l->vol, them))
+			snprintf(l->why, sizeof(l->why), "node %.64s is not a replica of this "
+				 "volume", them);
+		else
+			snprintf(l->why, sizeof(l->why), "refused: the node at this address is "
+				 "%.64s, not %.64s", them, l->auth.expect_peer);
+		break;
+	case WIRE_REFUSE_NONE:
+		break;
+	}
 }
 
 /* ---- what the links report (link.h) --------------------------------------------- */

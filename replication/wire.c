@@ -3,11 +3,11 @@
  * Payload layouts (offsets in bytes, integers big-endian, "res" = reserved,
  * must be zero; names are NUL-terminated and zero-padded to 64 bytes):
  *
- *   HELLO      144  0 u16 proto_min   2 u16 proto_max   4 u32 features
- *                   8 u8 initiator (0/1)   9 res[7]   16 node[64]
- *                   80 resource[64]
+ *   HELLO       16  0 u16 proto_min   2 u16 proto_max   4 u32 features
+ *                   8 u8 initiator (0/1)   9 res[7]
  *   CHALLENGE   32  0 nonce[32]
- *   AUTH        32  0 hmac-sha256[32]
+ *   AUTH       224  0 hmac-sha256[32]   32 names[192], masked (wire.h;
+ *                   unmasked: initiator[64] acceptor[64] resource[64])
  *   AUTH_OK      0
  *   VOLUME     144  0 uuid[16]   16 name[64]   80 u64 size   88 u64 current
  *                   96 u64 bitmap   104 u64 history[0]   112 u64 history[1]
@@ -42,6 +42,7 @@
 #include "gen.h"
 #include "util.h"
 #include "wire.h"
+#include "wire_names.h"
 
 /* ---- byte order ------------------------------------------------------- */
 
@@ -149,8 +150,6 @@ static int check_hello(const struct wire_msg *m)
 	const struct wire_hello *h = &m->u.hello;
 
 	if (h->proto_min > h->proto_max || !h->proto_min)
-		return -EINVAL;
-	if (!name_ok(h->node, false) || !name_ok(h->resource, true))
 		return -EINVAL;
 	return 0;
 }
@@ -276,8 +275,6 @@ static void enc_hello(const struct wire_msg *m, uint8_t *p)
 	put16(p + 2, h->proto_max);
 	put32(p + 4, h->features);
 	p[8] = h->initiator;
-	put_name(p + 16, h->node);
-	put_name(p + 80, h->resource);
 }
 
 static void enc_nonce(const struct wire_msg *m, uint8_t *p)
@@ -287,7 +284,8 @@ static void enc_nonce(const struct wire_msg *m, uint8_t *p)
 
 static void enc_mac(const struct wire_msg *m, uint8_t *p)
 {
-	memcpy(p, m->u.mac, WIRE_MAC_LEN);
+	memcpy(p, m->u.auth.mac, WIRE_MAC_LEN);
+	memcpy(p + WIRE_MAC_LEN, m->u.auth.names, WIRE_NAMES_LEN);
 }
 
 static void enc_volume(const struct wire_msg *m, uint8_t *p)
@@ -410,8 +408,6 @@ static int dec_hello(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	h->features = get32(p + 4);
 	if (get_bool(&h->initiator, p[8]) || !all_zero(p + 9, 7))
 		return -EPROTO;
-	if (get_name(h->node, p + 16) || get_name(h->resource, p + 80))
-		return -EPROTO;
 	return 0;
 }
 
@@ -425,7 +421,8 @@ static int dec_nonce(const uint8_t *p, uint32_t len, struct wire_msg *m)
 static int dec_mac(const uint8_t *p, uint32_t len, struct wire_msg *m)
 {
 	(void)len;
-	memcpy(m->u.mac, p, WIRE_MAC_LEN);
+	memcpy(m->u.auth.mac, p, WIRE_MAC_LEN);
+	memcpy(m->u.auth.names, p + WIRE_MAC_LEN, WIRE_NAMES_LEN);
 	return 0;
 }
 
@@ -576,7 +573,7 @@ struct type_info {
 static const struct type_info types[WIRE_TYPE_COUNT] = {
 	T(WIRE_HELLO, "HELLO", WIRE_HELLO_LEN, false, check_hello, enc_hello, dec_hello),
 	T(WIRE_CHALLENGE, "CHALLENGE", WIRE_NONCE_LEN, false, check_none, enc_nonce, dec_nonce),
-	T(WIRE_AUTH, "AUTH", WIRE_MAC_LEN, false, check_none, enc_mac, dec_mac),
+	T(WIRE_AUTH, "AUTH", WIRE_AUTH_LEN, false, check_none, enc_mac, dec_mac),
 	T(WIRE_AUTH_OK, "AUTH_OK", 0, false, check_none, NULL, dec_none),
 	T(WIRE_VOLUME, "VOLUME", WIRE_VOLUME_LEN, false, check_volume, enc_volume, dec_volume),
 	T(WIRE_WRITE, "WRITE", WIRE_DATA_FIXED, true, check_write, enc_write, dec_write),
@@ -779,14 +776,21 @@ ssize_t wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap)
 
 #define BIT(type) (1u << ((type) - 1))
 
-static const char auth_label[] = "replagent-v1 auth";	/* with its NUL */
-static const char session_label[] = "replagent-v1 session";
+static const char auth_label[] = "replagent-v3 auth";	/* with its NUL */
+static const char session_label[] = "replagent-v3 session";
 
-/* HMAC-SHA256 over label, an optional role byte and the transcript. */
-static int transcript_mac(const struct wire_auth *a, const char *label, size_t label_len,
-			  int role, uint8_t out[WIRE_MAC_LEN])
+bool wire_name_valid(const char *s, bool may_be_empty)
 {
-	uint8_t msg[32 + 1 + 2 * WIRE_NONCE_LEN + 2 * WIRE_HELLO_LEN];
+	return name_ok(s, may_be_empty);
+}
+
+/* HMAC-SHA256 over label, an optional role byte, the transcript and one
+ * or two encoded claims (names2 may be NULL). */
+static int transcript_mac(const struct wire_auth *a, const char *label, size_t label_len,
+			  int role, const uint8_t *names, const uint8_t *names2,
+			  uint8_t out[WIRE_MAC_LEN])
+{
+	uint8_t msg[32 + 1 + 2 * WIRE_NONCE_LEN + 2 * WIRE_HELLO_LEN + 2 * WIRE_NAMES_LEN];
 	const uint8_t *n_i = a->initiator ? a->nonce : a->peer_nonce;
 	const uint8_t *n_a = a->initiator ? a->peer_nonce : a->nonce;
 	const uint8_t *h_i = a->initiator ? a->hello : a->peer_hello;
@@ -806,15 +810,31 @@ static int transcript_mac(const struct wire_auth *a, const char *label, size_t l
 	n += WIRE_HELLO_LEN;
 	memcpy(msg + n, h_a, WIRE_HELLO_LEN);
 	n += WIRE_HELLO_LEN;
+	memcpy(msg + n, names, WIRE_NAMES_LEN);
+	n += WIRE_NAMES_LEN;
+	if (names2) {
+		memcpy(msg + n, names2, WIRE_NAMES_LEN);
+		n += WIRE_NAMES_LEN;
+	}
 	if (!HMAC(EVP_sha256(), a->key, (int)a->keylen, msg, n, out, &outlen) ||
 	    outlen != WIRE_MAC_LEN)
 		return -EIO;
 	return 0;
 }
 
-static int proof(const struct wire_auth *a, bool of_initiator, uint8_t out[WIRE_MAC_LEN])
+/* The proof of the initiator or the acceptor over its claim. */
+static int proof(const struct wire_auth *a, bool of_initiator, const uint8_t *names,
+		 uint8_t out[WIRE_MAC_LEN])
 {
-	return transcript_mac(a, auth_label, sizeof(auth_label), of_initiator, out);
+	return transcript_mac(a, auth_label, sizeof(auth_label), of_initiator, names, NULL, out);
+}
+
+static int mask(const struct wire_auth *a, bool of_initiator, uint8_t buf[WIRE_NAMES_LEN])
+{
+	const uint8_t *n_i = a->initiator ? a->nonce : a->peer_nonce;
+	const uint8_t *n_a = a->initiator ? a->peer_nonce : a->nonce;
+
+	return repl__names_mask(a->key, a->keylen, of_initiator, n_i, n_a, buf);
 }
 
 int wire_auth_init(struct wire_auth *a, const struct wire_auth_params *p,
@@ -837,12 +857,21 @@ int wire_auth_init(struct wire_auth *a, const struct wire_auth_params *p,
 	a->initiator = p->initiator;
 	if (p->peer)
 		strcpy(a->expect_peer, p->peer);
+	strcpy(a->node, p->node);
+	strcpy(a->resource, resource);
+	if (p->initiator) {
+		struct wire_names n = { .initiator = "" };
+
+		strcpy(n.initiator, p->node);
+		strcpy(n.acceptor, a->expect_peer);
+		strcpy(n.resource, resource);
+		repl__names_put(a->names, &n);
+		a->have_names = true;
+	}
 	m.u.hello = (struct wire_hello){
 		.proto_min = WIRE_VERSION, .proto_max = WIRE_VERSION,
 		.features = p->features, .initiator = p->initiator,
 	};
-	strcpy(m.u.hello.node, p->node);
-	strcpy(m.u.hello.resource, resource);
 	a->self = m.u.hello;
 	enc_hello(&m, a->hello);
 	if (nonce) {
@@ -863,6 +892,12 @@ static int auth_fail(struct wire_auth *a, int err)
 	return err;
 }
 
+static int refuse(struct wire_auth *a, enum wire_refusal why)
+{
+	a->refusal = why;
+	return -EACCES;
+}
+
 int wire_auth_next(struct wire_auth *a, uint8_t *buf, size_t cap, size_t *len)
 {
 	struct wire_msg m = { 0 };
@@ -880,7 +915,10 @@ int wire_auth_next(struct wire_auth *a, uint8_t *buf, size_t cap, size_t *len)
 	} else if (!(a->sent & BIT(WIRE_AUTH)) && (a->got & BIT(WIRE_CHALLENGE)) &&
 		   (a->initiator || a->verified)) {
 		m.type = WIRE_AUTH;
-		r = proof(a, a->initiator, m.u.mac);
+		memcpy(m.u.auth.names, a->names, WIRE_NAMES_LEN);
+		r = proof(a, a->initiator, a->names, m.u.auth.mac);
+		if (r == 0)
+			r = mask(a, a->initiator, m.u.auth.names);
 		if (r)
 			return auth_fail(a, r);
 	} else if (a->refuse) {
@@ -907,32 +945,51 @@ static int got_hello(struct wire_auth *a, const struct wire_msg *m, const uint8_
 		return -EPROTO;
 	if (h->initiator == a->initiator)
 		return -EPROTO;
-	if (strcmp(h->node, a->self.node) == 0)
-		return -EACCES;
-	if (a->expect_peer[0] && strcmp(h->node, a->expect_peer) != 0)
-		return -EACCES;
-	if (strcmp(h->resource, a->self.resource) != 0)
-		return -EACCES;
 	a->peer = *h;
 	memcpy(a->peer_hello, payload, WIRE_HELLO_LEN);
 	return 0;
 }
 
+/* The peer's AUTH: its proof over its claim first, then the claim.  An
+ * acceptor makes its own claim from the initiator's; if it refuses a
+ * verified initiator for the names, it still sends its proof (refuse). */
 static int got_auth(struct wire_auth *a, const struct wire_msg *m)
 {
-	uint8_t want[WIRE_MAC_LEN];
+	uint8_t want[WIRE_MAC_LEN], names[WIRE_NAMES_LEN];
+	enum wire_refusal why;
 	int r;
 
 	if (!(a->sent & BIT(WIRE_CHALLENGE)))
 		return -EPROTO;
-	r = proof(a, !a->initiator, want);
+	memcpy(names, m->u.auth.names, WIRE_NAMES_LEN);
+	r = mask(a, !a->initiator, names);
+	if (r == 0)
+		r = proof(a, !a->initiator, names, want);
 	if (r)
 		return r;
-	if (CRYPTO_memcmp(want, m->u.mac, WIRE_MAC_LEN) != 0)
-		return -EACCES;
-	a->verified = true;
-	if ((a->self.features ^ a->peer.features) & WIRE_FEAT_AEAD)
-		a->refuse = -ENOPROTOOPT;
+	if (CRYPTO_memcmp(want, m->u.auth.mac, WIRE_MAC_LEN) != 0)
+		return refuse(a, WIRE_REFUSE_PROOF);
+	/* A key holder's claim: malformed is a bug, not an attack. */
+	if (repl__names_get(names, &a->claim))
+		return -EPROTO;
+	memcpy(a->peer_names, names, WIRE_NAMES_LEN);
+	a->claimed = true;
+	why = repl__names_refusal(&a->claim, a->initiator, a->node, a->resource,
+				  a->expect_peer);
+	if (a->initiator)
+		return why ? refuse(a, why) : 0;
+	if (!a->have_names) {
+		struct wire_names n = a->claim;
+
+		strcpy(n.acceptor, a->node);
+		strcpy(n.resource, a->resource);
+		repl__names_put(a->names, &n);
+		a->have_names = true;
+	}
+	if (why) {
+		a->refusal = why;
+		a->refuse = -EACCES;	/* after our proof and claim */
+	}
 	return 0;
 }
 
@@ -957,12 +1014,17 @@ int wire_auth_receive(struct wire_auth *a, const uint8_t *frame, size_t len)
 		break;
 	case WIRE_CHALLENGE:
 		if (CRYPTO_memcmp(m.u.nonce, a->nonce, WIRE_NONCE_LEN) == 0)
-			r = -EACCES;	/* our own nonce, reflected */
+			r = refuse(a, WIRE_REFUSE_NONCE);	/* reflected */
 		else
 			memcpy(a->peer_nonce, m.u.nonce, WIRE_NONCE_LEN);
 		break;
 	case WIRE_AUTH:
 		r = got_auth(a, &m);
+		if (r == 0) {
+			a->verified = true;
+			if (!a->refuse && ((a->self.features ^ a->peer.features) & WIRE_FEAT_AEAD))
+				a->refuse = -ENOPROTOOPT;
+		}
 		break;
 	case WIRE_AUTH_OK:
 		if (!(a->sent & BIT(WIRE_AUTH)))
@@ -977,13 +1039,27 @@ int wire_auth_receive(struct wire_auth *a, const uint8_t *frame, size_t len)
 
 bool wire_auth_done(const struct wire_auth *a)
 {
-	return !a->error && a->verified && (a->got & BIT(WIRE_AUTH_OK)) &&
+	return !a->error && a->verified && !a->refuse && (a->got & BIT(WIRE_AUTH_OK)) &&
 	       (a->sent & BIT(WIRE_AUTH_OK));
 }
 
 const struct wire_hello *wire_auth_peer_hello(const struct wire_auth *a)
 {
 	return (a->got & BIT(WIRE_HELLO)) ? &a->peer : NULL;
+}
+
+const char *wire_auth_peer_node(const struct wire_auth *a)
+{
+	if (a->error || !a->verified || a->refuse)
+		return NULL;
+	return a->initiator ? a->claim.acceptor : a->claim.initiator;
+}
+
+enum wire_refusal wire_auth_refusal(const struct wire_auth *a, const struct wire_names **claim)
+{
+	if (claim)
+		*claim = a->claimed ? &a->claim : NULL;
+	return a->refusal;
 }
 
 bool wire_auth_sent_ok(const struct wire_auth *a)
@@ -1003,9 +1079,12 @@ bool wire_auth_got_ok(const struct wire_auth *a)
 
 int wire_auth_session_key(const struct wire_auth *a, uint8_t out[WIRE_SESSION_KEY_LEN])
 {
-	if (a->error || !a->verified)
+	const uint8_t *n_i = a->initiator ? a->names : a->peer_names;
+	const uint8_t *n_a = a->initiator ? a->peer_names : a->names;
+
+	if (a->error || !a->verified || a->refuse)
 		return -EAGAIN;
-	return transcript_mac(a, session_label, sizeof(session_label), -1, out);
+	return transcript_mac(a, session_label, sizeof(session_label), -1, n_i, n_a, out);
 }
 
 void wire_auth_clear(struct wire_auth *a)

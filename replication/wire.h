@@ -34,8 +34,9 @@
 
 #define WIRE_MAGIC 0x52504c57u
 /* 2: STATE carries a token that ties an outdate confirmation to its
- * notice.  A peer of another version is refused at its first frame. */
-#define WIRE_VERSION 2
+ * notice.  3: no names in HELLO; they travel masked inside AUTH (below).
+ * A peer of another version is refused at its first frame. */
+#define WIRE_VERSION 3
 #define WIRE_HDR_LEN 32
 #define WIRE_DATA_MAX (4u << 20)	/* data bytes in WRITE / RS_DATA */
 #define WIRE_DATA_FIXED 16		/* their fixed part before the data */
@@ -43,10 +44,14 @@
 #define WIRE_NONCE_LEN 32
 #define WIRE_MAC_LEN 32
 #define WIRE_UUID_LEN 16
-#define WIRE_HELLO_LEN 144
+#define WIRE_HELLO_LEN 16
 #define WIRE_VOLUME_LEN 144
+/* The names a handshake binds (struct wire_names), and AUTH: proof, then
+ * those names masked. */
+#define WIRE_NAMES_LEN (3 * WIRE_NAME_MAX)
+#define WIRE_AUTH_LEN (WIRE_MAC_LEN + WIRE_NAMES_LEN)
 /* The largest control (non-data) frame, header included. */
-#define WIRE_CONTROL_FRAME_MAX (WIRE_HDR_LEN + 144)
+#define WIRE_CONTROL_FRAME_MAX (WIRE_HDR_LEN + WIRE_AUTH_LEN)
 
 enum wire_type {
 	WIRE_HELLO = 1,
@@ -110,12 +115,17 @@ struct wire_hdr {
 	uint32_t payload_crc;
 };
 
+/* No names: they are not for anyone who listens (see the handshake). */
 struct wire_hello {
 	uint16_t proto_min, proto_max;
 	uint32_t features;
 	bool initiator;			/* the sender opened the connection */
-	char node[WIRE_NAME_MAX];	/* sender's node name, non-empty */
-	char resource[WIRE_NAME_MAX];	/* what the link replicates */
+};
+
+/* AUTH: the proof, and the sender's names masked (the handshake). */
+struct wire_proof {
+	uint8_t mac[WIRE_MAC_LEN];
+	uint8_t names[WIRE_NAMES_LEN];
 };
 
 struct wire_volume {
@@ -216,7 +226,7 @@ struct wire_msg {
 	union {
 		struct wire_hello hello;
 		uint8_t nonce[WIRE_NONCE_LEN];	/* CHALLENGE */
-		uint8_t mac[WIRE_MAC_LEN];	/* AUTH */
+		struct wire_proof auth;		/* AUTH */
 		struct wire_volume volume;
 		struct wire_write write;	/* WRITE, RS_DATA */
 		struct wire_ack ack;		/* WRITE_ACK, FLUSH_ACK */
@@ -240,7 +250,7 @@ bool wire_type_valid(uint16_t type);
  * outside the type's bounds). */
 int wire_hdr_decode(const uint8_t *buf, size_t len, struct wire_hdr *h);
 /* Before authentication only the handshake's frames may come, each of its
- * one exact length (HELLO 144, CHALLENGE 32, AUTH 32, AUTH_OK 0): a header
+ * one exact length (HELLO 16, CHALLENGE 32, AUTH 224, AUTH_OK 0): a header
  * that is anything else ends the connection before a payload byte is read
  * or a buffer allocated.  h from wire_hdr_decode(). */
 bool wire_hdr_before_auth(const struct wire_hdr *h);
@@ -268,24 +278,45 @@ uint32_t wire_payload_crc(const struct wire_msg *m);
 /* ---- authentication handshake ----------------------------------------
  *
  * Both sides hold the same key.  Each sends, in order: HELLO (versions,
- * features, its role as initiator or acceptor, node and resource names),
- * CHALLENGE (a fresh 32-byte nonce), AUTH (proof), AUTH_OK (it accepted the
+ * features, its role as initiator or acceptor: no names), CHALLENGE (a
+ * fresh 32-byte nonce), AUTH (proof and names), AUTH_OK (it accepted the
  * peer's proof).  The acceptor sends its proof only after it verified the
- * initiator's: a stranger who connects learns nothing keyed from it.  The
- * proof is
+ * initiator's: a stranger who connects learns nothing keyed from it.
  *
- *   HMAC-SHA256(key, "replagent-v1 auth" NUL || sender role byte ||
+ * Names are never in clear: AUTH carries the sender's claim, the names
+ * (initiator node, acceptor node, resource; struct wire_names, 64 bytes
+ * each) as it sees them, XORed with a mask only key holders can compute:
+ *
+ *   mask = HMAC-SHA256(key, "replagent-v3 names" NUL || sender role byte ||
+ *                      block byte || initiator nonce || acceptor nonce)
+ *          for blocks 0..5, concatenated
+ *
+ * fresh for every handshake and direction (the nonces, the role byte).  A
+ * listener learns neither node nor resource; each volume has its own port,
+ * so the acceptor knows the resource, and it learns who connects from the
+ * initiator's claim.  The initiator names the node it expects ("": any,
+ * tests only); the acceptor's claim repeats the initiator's name and gives
+ * its own node and resource.  The proof is
+ *
+ *   HMAC-SHA256(key, "replagent-v3 auth" NUL || sender role byte ||
  *               initiator nonce || acceptor nonce ||
- *               initiator HELLO payload || acceptor HELLO payload)
+ *               initiator HELLO payload || acceptor HELLO payload ||
+ *               sender's names, unmasked)
  *
  * Fresh nonces defeat replay; the role byte (1 initiator, 0 acceptor)
  * defeats reflection of a proof back to its sender; the HELLOs in the MAC
- * defeat tampering with the negotiation.  A peer claiming our own node name
- * (a relay back to ourselves), the wrong role, or our own nonce is refused.
- * Proofs are compared in constant time.  Once a proof is verified, the
- * WIRE_FEAT_AEAD bits of the two HELLOs must agree, or the handshake fails
- * with -ENOPROTOOPT after sending its own proof (so that both sides know,
- * authentically, that the settings differ). */
+ * defeat tampering with the negotiation, the names in it tampering with
+ * the claim.  A claim is looked at only once the proof over it verified;
+ * then it must fit (enum wire_refusal): a peer with our own node name (a
+ * relay back to ourselves), another resource, another node than the one
+ * expected, or our own nonce is refused.  The acceptor that refuses a
+ * verified initiator for its names still sends its own proof and claim
+ * first, so that both sides log, authentically, why.  Proofs are compared
+ * in constant time.  Once a proof is verified, the WIRE_FEAT_AEAD bits of
+ * the two HELLOs must agree, or the handshake fails with -ENOPROTOOPT after
+ * sending its own proof (so that both sides know that the settings
+ * differ).  The session key (linkcrypt.c) is the same HMAC with
+ * "replagent-v3 session" NUL, no role byte, and both claims. */
 
 #define WIRE_KEY_MIN 16
 #define WIRE_KEY_MAX 256
@@ -303,6 +334,23 @@ struct wire_auth_params {
 	uint32_t features;
 };
 
+struct wire_names {
+	char initiator[WIRE_NAME_MAX];	/* the node that connected */
+	char acceptor[WIRE_NAME_MAX];	/* the node it connected to; "": any */
+	char resource[WIRE_NAME_MAX];	/* what the link replicates */
+};
+
+/* Why a peer was refused (-EACCES). */
+enum wire_refusal {
+	WIRE_REFUSE_NONE = 0,
+	WIRE_REFUSE_PROOF,		/* its proof does not fit our key */
+	WIRE_REFUSE_NONCE,		/* our own nonce came back */
+	WIRE_REFUSE_SELF,		/* it has our node name: a relay to ourselves */
+	WIRE_REFUSE_RESOURCE,		/* it replicates another resource */
+	WIRE_REFUSE_NOT_US,		/* it took us for another node */
+	WIRE_REFUSE_PEER,		/* not the node we expected */
+};
+
 /* Opaque in spirit; on the stack, no heap.  Holds a copy of the key:
  * wire_auth_clear() wipes it. */
 struct wire_auth {
@@ -313,10 +361,17 @@ struct wire_auth {
 	bool verified;
 	int error;			/* sticky, once failed */
 	int refuse;			/* the error once our proof is sent */
+	char node[WIRE_NAME_MAX], resource[WIRE_NAME_MAX];	/* ours */
 	char expect_peer[WIRE_NAME_MAX];
 	uint8_t nonce[WIRE_NONCE_LEN], peer_nonce[WIRE_NONCE_LEN];
 	uint8_t hello[WIRE_HELLO_LEN], peer_hello[WIRE_HELLO_LEN];
 	struct wire_hello self, peer;
+	/* Claims, encoded: ours (the acceptor's once it read the
+	 * initiator's), the peer's (unmasked, once its proof verified). */
+	uint8_t names[WIRE_NAMES_LEN], peer_names[WIRE_NAMES_LEN];
+	bool have_names, claimed;
+	struct wire_names claim;	/* the peer's, decoded, if claimed */
+	enum wire_refusal refusal;
 };
 
 /* nonce: 32 fresh random bytes (injected by tests); NULL draws them from
@@ -341,10 +396,21 @@ bool wire_auth_proof_pending(const struct wire_auth *a);
 bool wire_auth_got_ok(const struct wire_auth *a);
 /* The peer's HELLO, valid once received (NULL before). */
 const struct wire_hello *wire_auth_peer_hello(const struct wire_auth *a);
+/* The peer's node name once its proof verified and its claim fits; NULL
+ * before.  ("" for an initiator that expected any acceptor.) */
+const char *wire_auth_peer_node(const struct wire_auth *a);
+/* Why the peer was refused (WIRE_REFUSE_NONE if it was not); *claim (if
+ * not NULL) is set to the peer's names if its proof verified, else NULL. */
+enum wire_refusal wire_auth_refusal(const struct wire_auth *a,
+				    const struct wire_names **claim);
 /* A key both sides derive from the handshake (linkcrypt.c); 0, or -EAGAIN
  * before the peer's proof is verified, -EIO. */
 int wire_auth_session_key(const struct wire_auth *a, uint8_t out[WIRE_SESSION_KEY_LEN]);
 void wire_auth_clear(struct wire_auth *a);
+
+/* A name as the wire allows it: 1..63 bytes of printable ASCII, no space;
+ * empty only if may_be_empty. */
+bool wire_name_valid(const char *s, bool may_be_empty);
 
 /* Reads a key file into buf: the key length, or -errno with *why set (if
  * why is not NULL) to a static explanation: -EPERM if the file is readable

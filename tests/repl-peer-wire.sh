@@ -28,7 +28,7 @@ NODE_GLOBAL_EXTRA='link-security = none'
 fake() {
 	local sc=$1 target=$2
 	shift 2
-	"$PYTHON" "$TESTS_SRCDIR/replwire.py" --key "$CLUSTER_KEY" --node a \
+	"$PYTHON" "$TESTS_SRCDIR/replwire.py" --key "$CLUSTER_KEY" --node a --peer "$target" \
 		--volume "$CLUSTER_VOL" --wait 15 "$@" "${NODE_ADDR[$target]}" "$sc"
 }
 

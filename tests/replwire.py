@@ -12,13 +12,16 @@ Scenarios (one or more connections each; every socket has a timeout):
               allows, before any handshake, then 1 KiB of it and silence
   badcrc      a HELLO header whose header CRC is wrong
   badversion  a HELLO header of protocol version 99
-  fakehello   a well-formed HELLO from node "intruder", then garbage
+  fakehello   a well-formed HELLO (initiator), then garbage
+  v2hello     the HELLO of wire version 2 (node and volume names in clear),
+              as a node of the previous release sends it
   idle        32 connections that send nothing
   halfheader  16 bytes of a header, then silence
 
-With --key FILE --node NAME --volume VOL the script also speaks for a
-replica (the daemon must list NAME as a replica that connects to it):
-it authenticates (HMAC-SHA256 over the key, as wire.h says), answers the
+With --key FILE --node NAME --peer DAEMON --volume VOL the script also
+speaks for a replica (the daemon, node DAEMON, must list NAME as a replica
+that connects to it): it authenticates (HMAC-SHA256 over the key, the
+names masked in AUTH, as wire.h says), answers the
 daemon's VOLUME with a Secondary in sync (the daemon's own generations),
 then:
 
@@ -32,7 +35,7 @@ then:
               later confirms the notice (echoing its token) and prints
               "confirmed": ok if the link is still up then
 
-The wire version (1 or 2) is taken from the daemon's first frame.
+Speaks wire version 3 (the names only inside AUTH).
 
 Prints one line per scenario: "ok NAME: how the daemon ended the
 connection" (closed, reset, or still open when we gave up: the daemon
@@ -51,11 +54,12 @@ import sys
 import time
 
 WIRE_MAGIC = 0x52504C57
-WIRE_VERSION = 2
+WIRE_VERSION = 3
 HELLO = 1
 WRITE = 6
 HDR_LEN = 32
-HELLO_LEN = 144
+HELLO_LEN = 16
+NAME_MAX = 64
 DATA_MAX = 4 << 20
 
 
@@ -92,19 +96,34 @@ def header(ftype, length, payload=b"", version=WIRE_VERSION, seq=1, break_crc=Fa
     return h + struct.pack(">I", hc)
 
 
-def hello_payload(node, resource, version=WIRE_VERSION):
-    # proto_min, proto_max, features, initiator, node[64], resource[64]
+def hello_payload(version=WIRE_VERSION):
+    # proto_min, proto_max, features, initiator (no names: wire.h)
     p = struct.pack(">HHIB", version, version, 0, 1) + b"\0" * 7
-    p += node.encode().ljust(64, b"\0") + resource.encode().ljust(64, b"\0")
     return p.ljust(HELLO_LEN, b"\0")
+
+
+def names_block(initiator, acceptor, resource):
+    return b"".join(n.encode().ljust(NAME_MAX, b"\0")
+                    for n in (initiator, acceptor, resource))
+
+
+def names_mask(key, role, nonce_i, nonce_a, block):
+    """XORs block with the sender's mask (wire.h)."""
+    out = bytearray(block)
+    for j in range(len(block) // 32):
+        m = hmac.new(key, b"replagent-v3 names\0" + bytes([role, j]) + nonce_i + nonce_a,
+                     hashlib.sha256).digest()
+        for i in range(32):
+            out[32 * j + i] ^= m[i]
+    return bytes(out)
 
 
 class Peer:
     """One authenticated replica link (the initiator side)."""
 
-    def __init__(self, addr, key, node, volume, timeout=10):
+    def __init__(self, addr, key, node, peer, volume, timeout=10):
         self.s = conn(addr, timeout)
-        self.key, self.node, self.volume = key, node, volume
+        self.key, self.node, self.peer, self.volume = key, node, peer, volume
         self.version = None
         self.buf = b""
 
@@ -140,18 +159,30 @@ class Peer:
         t, _, their_hello = self.recv()       # the acceptor's HELLO: its version
         if t != HELLO:
             raise OSError("expected HELLO, got type %d" % t)
-        my_hello = hello_payload(self.node, self.volume, self.version)
+        if self.version != WIRE_VERSION:
+            raise OSError("the daemon speaks wire version %d" % self.version)
+        my_hello = hello_payload()
         self.send(HELLO, my_hello, seq=0)
         self.send(CHALLENGE, nonce, seq=1)
         t, _, their_nonce = self.recv()
         if t != CHALLENGE:
             raise OSError("expected CHALLENGE, got type %d" % t)
-        msg = (b"replagent-v1 auth\0" + b"\1" + nonce + their_nonce + my_hello +
-               their_hello)
-        self.send(AUTH, hmac.new(self.key, msg, hashlib.sha256).digest(), seq=2)
-        t, _, _ = self.recv()
+        names = names_block(self.node, self.peer, self.volume)
+        msg = (b"replagent-v3 auth\0" + b"\1" + nonce + their_nonce + my_hello +
+               their_hello + names)
+        self.send(AUTH, hmac.new(self.key, msg, hashlib.sha256).digest() +
+                  names_mask(self.key, 1, nonce, their_nonce, names), seq=2)
+        t, _, theirs = self.recv()
         if t != AUTH:
             raise OSError("expected AUTH, got type %d (wrong key?)" % t)
+        their_names = names_mask(self.key, 0, nonce, their_nonce, theirs[32:])
+        msg = (b"replagent-v3 auth\0" + b"\0" + nonce + their_nonce + my_hello +
+               their_hello + their_names)
+        if not hmac.compare_digest(hmac.new(self.key, msg, hashlib.sha256).digest(),
+                                   theirs[:32]):
+            raise OSError("the daemon's proof does not fit")
+        if their_names != names:
+            raise OSError("the daemon refused our names")
         self.send(AUTH_OK, b"", seq=3)
         t, _, _ = self.recv()
         if t != AUTH_OK:
@@ -185,7 +216,7 @@ SECWRITE_DATA = (b"REPLWIRE-SECWRITE" * 256)[:4096]
 
 
 def peer_write(a, primary):
-    pr = Peer(a.addr, a.key_bytes, a.node, a.volume)
+    pr = Peer(a.addr, a.key_bytes, a.node, a.peer, a.volume)
     try:
         theirs = pr.handshake()
         pr.volume_reply(theirs, primary)
@@ -214,7 +245,7 @@ def peer_write(a, primary):
 
 
 def peer_confirm(a):
-    pr = Peer(a.addr, a.key_bytes, a.node, a.volume)
+    pr = Peer(a.addr, a.key_bytes, a.node, a.peer, a.volume)
     try:
         theirs = pr.handshake()
         pr.volume_reply(theirs, False)
@@ -310,14 +341,18 @@ def run(name, addr, wait):
         elif name == "maxwrite":
             send_quiet(s, header(WRITE, DATA_MAX + 16) + os.urandom(1024))
         elif name == "badcrc":
-            p = hello_payload("intruder", "vol0")
+            p = hello_payload()
             send_quiet(s, header(HELLO, len(p), p, break_crc=True) + p)
         elif name == "badversion":
-            p = hello_payload("intruder", "vol0")
+            p = hello_payload()
             send_quiet(s, header(HELLO, len(p), p, version=99) + p)
         elif name == "fakehello":
-            p = hello_payload("intruder", "vol0")
+            p = hello_payload()
             send_quiet(s, header(HELLO, len(p), p) + p + os.urandom(4096))
+        elif name == "v2hello":
+            p = (struct.pack(">HHIB", 2, 2, 4, 1) + b"\0" * 7 +
+                 names_block("oldnode", "vol0", "")[:2 * NAME_MAX])
+            send_quiet(s, header(HELLO, len(p), p, version=2, seq=0) + p)
         elif name == "halfheader":
             send_quiet(s, header(HELLO, HELLO_LEN)[:16])
         else:
@@ -335,6 +370,7 @@ def main():
                     help="seconds the daemon has to drop a connection")
     ap.add_argument("--key", help="key file (replica scenarios)")
     ap.add_argument("--node", default="intruder")
+    ap.add_argument("--peer", default="", help="the daemon's node name")
     ap.add_argument("--volume", default="vol0")
     ap.add_argument("--offset", type=int, default=0)
     ap.add_argument("--hold", type=float, default=3.0)

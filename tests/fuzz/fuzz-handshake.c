@@ -51,10 +51,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			FUZZ_ASSERT(outlen <= sizeof(out));
 	}
 	if (wire_auth_done(&a)) {
-		const struct wire_hello *h = wire_auth_peer_hello(&a);
+		const char *peer = wire_auth_peer_node(&a);
+		const struct wire_names *c;
 
 		FUZZ_ASSERT(a.verified);
-		FUZZ_ASSERT(h && !strcmp(h->node, "beta") && !strcmp(h->resource, "vol0"));
+		FUZZ_ASSERT(peer && !strcmp(peer, "beta"));
+		FUZZ_ASSERT(wire_auth_refusal(&a, &c) == WIRE_REFUSE_NONE);
+		FUZZ_ASSERT(c && !strcmp(c->resource, "vol0"));
 		FUZZ_ASSERT(wire_auth_session_key(&a, session) == 0);
 	} else {
 		FUZZ_ASSERT(wire_auth_session_key(&a, session) == -EAGAIN);

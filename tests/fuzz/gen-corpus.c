@@ -71,14 +71,12 @@ static void gen_wire(void)
 	m = (struct wire_msg){ .type = WIRE_HELLO, .seq = 1 };
 	m.u.hello = (struct wire_hello){ .proto_min = 1, .proto_max = 1, .features = 3,
 					 .initiator = true };
-	strcpy(m.u.hello.node, "n1");
-	strcpy(m.u.hello.resource, "vol0");
 	wire_one(&m);
 	m = (struct wire_msg){ .type = WIRE_CHALLENGE, .seq = 2 };
 	memset(m.u.nonce, 0x5a, sizeof(m.u.nonce));
 	wire_one(&m);
 	m = (struct wire_msg){ .type = WIRE_AUTH, .seq = 3 };
-	memset(m.u.mac, 0xa5, sizeof(m.u.mac));
+	memset(&m.u.auth, 0xa5, sizeof(m.u.auth));
 	wire_one(&m);
 	wire_one(&(struct wire_msg){ .type = WIRE_AUTH_OK, .seq = 4 });
 	m = (struct wire_msg){ .type = WIRE_VOLUME, .seq = 5 };

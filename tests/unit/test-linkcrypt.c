@@ -27,6 +27,7 @@ static void setup(struct side *s, bool initiator, const char *node, uint32_t fea
 {
 	struct wire_auth_params p = {
 		.key = key1, .keylen = 32, .initiator = initiator, .node = node,
+		.peer = initiator ? "beta" : NULL,	/* as link.c: it names whom it calls */
 		.resource = "vm42", .features = features,
 	};
 	uint8_t nonce[WIRE_NONCE_LEN];
@@ -104,6 +105,15 @@ static void test_order_and_mismatch(void)
 	CHECK(!wire_auth_done(&i.a) && !wire_auth_done(&a.a));
 	CHECK(a.proofs == 1 && i.proofs == 1);
 	CHECK(i.a.error == -ENOPROTOOPT && a.a.error == -ENOPROTOOPT);
+	/* Each knows, from the verified claim, whom to name in its log (the
+	 * names are not in any HELLO). */
+	{
+		const struct wire_names *ci, *ca;
+		CHECK(wire_auth_refusal(&i.a, &ci) == WIRE_REFUSE_NONE && ci &&
+		      !strcmp(ci->acceptor, "beta"));
+		CHECK(wire_auth_refusal(&a.a, &ca) == WIRE_REFUSE_NONE && ca &&
+		      !strcmp(ca->initiator, "alpha"));
+	}
 }
 
 static void test_records(void)

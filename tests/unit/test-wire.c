@@ -32,12 +32,9 @@ static size_t samples(struct wire_msg *out)
 	m = (struct wire_msg){ .type = WIRE_HELLO, .seq = 1 };
 	m.u.hello = (struct wire_hello){ .proto_min = 1, .proto_max = 3, .features = 0x80000003,
 					 .initiator = true };
-	strcpy(m.u.hello.node, "node-a.example");
-	strcpy(m.u.hello.resource, "vm42");
 	out[n++] = m;
 	m = (struct wire_msg){ .type = WIRE_HELLO, .seq = 0 };
 	m.u.hello = (struct wire_hello){ .proto_min = 1, .proto_max = 1 };
-	memset(m.u.hello.node, 'x', WIRE_NAME_MAX - 1);	/* longest name, no resource */
 	out[n++] = m;
 
 	m = (struct wire_msg){ .type = WIRE_CHALLENGE, .seq = 2 };
@@ -46,7 +43,9 @@ static size_t samples(struct wire_msg *out)
 	out[n++] = m;
 	m = (struct wire_msg){ .type = WIRE_AUTH, .seq = 3 };
 	for (int i = 0; i < WIRE_MAC_LEN; i++)
-		m.u.mac[i] = (uint8_t)(i * 13);
+		m.u.auth.mac[i] = (uint8_t)(i * 13);
+	for (int i = 0; i < WIRE_NAMES_LEN; i++)
+		m.u.auth.names[i] = (uint8_t)(i * 7 + 1);
 	out[n++] = m;
 	out[n++] = (struct wire_msg){ .type = WIRE_AUTH_OK, .seq = 4 };
 
@@ -148,13 +147,11 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		return a->u.hello.proto_min == b->u.hello.proto_min &&
 		       a->u.hello.proto_max == b->u.hello.proto_max &&
 		       a->u.hello.features == b->u.hello.features &&
-		       a->u.hello.initiator == b->u.hello.initiator &&
-		       strcmp(a->u.hello.node, b->u.hello.node) == 0 &&
-		       strcmp(a->u.hello.resource, b->u.hello.resource) == 0;
+		       a->u.hello.initiator == b->u.hello.initiator;
 	case WIRE_CHALLENGE:
 		return memcmp(a->u.nonce, b->u.nonce, WIRE_NONCE_LEN) == 0;
 	case WIRE_AUTH:
-		return memcmp(a->u.mac, b->u.mac, WIRE_MAC_LEN) == 0;
+		return memcmp(&a->u.auth, &b->u.auth, sizeof(a->u.auth)) == 0;
 	case WIRE_VOLUME: {
 		const struct wire_volume *x = &a->u.volume, *y = &b->u.volume;
 		return memcmp(x->uuid, y->uuid, WIRE_UUID_LEN) == 0 &&
@@ -483,7 +480,8 @@ static void test_rejects(void)
 	reject("magic", &ping, 0, 'X', -EPROTO);
 	reject("version 0", &ping, 5, 0, -EPROTONOSUPPORT);
 	reject("version 1 (before the outdate token)", &ping, 5, 1, -EPROTONOSUPPORT);
-	reject("version 3", &ping, 5, 3, -EPROTONOSUPPORT);
+	reject("version 2 (names in HELLO)", &ping, 5, 2, -EPROTONOSUPPORT);
+	reject("version 4", &ping, 5, 4, -EPROTONOSUPPORT);
 	reject("type 0", &ping, 7, 0, -EPROTO);
 	reject("type past the end", &ping, 7, WIRE_TYPE_COUNT, -EPROTO);
 	reject("type high byte", &ping, 6, 1, -EPROTO);
@@ -523,12 +521,7 @@ static void test_rejects(void)
 	reject("hello reserved", &hello, H + 12, 1, -EPROTO);
 	reject("hello proto_min 0", &hello, H + 1, 0, -EPROTO);
 	reject("hello proto_min > max", &hello, H + 1, 9, -EPROTO);
-	reject("hello node empty", &hello, H + 16, 0, -EPROTO);	/* junk after NUL */
-	reject("hello node space", &hello, H + 17, ' ', -EPROTO);
-	reject("hello node control", &hello, H + 17, '\n', -EPROTO);
-	reject("hello node high bit", &hello, H + 17, 0xc3, -EPROTO);
-	reject("hello node no NUL", &hello, H + 79, 'x', -EPROTO);
-	reject("hello resource junk", &hello, H + 80 + 10, 'x', -EPROTO);
+	reject("hello reserved last", &hello, H + 15, 1, -EPROTO);
 	reject("volume name empty", &vol, H + 16, 0, -EPROTO);
 	reject("volume region 3", &vol, H + 135, 3, -EPROTO);
 	reject("volume disk unknown", &vol, H + 136, GEN_DISK_UNKNOWN, -EPROTO);
@@ -579,10 +572,10 @@ static void test_rejects(void)
 
 	/* The encoder refuses what the decoder would. */
 	m = hello;
-	m.u.hello.node[0] = 0;
+	m.u.hello.proto_min = 0;
 	CHECK(wire_frame_len(&m) == -EINVAL);
 	m = hello;
-	memset(m.u.hello.node, 'a', WIRE_NAME_MAX);	/* no NUL at all */
+	m.u.hello.proto_min = 4;	/* above proto_max */
 	CHECK(wire_encode(&m, (uint8_t[256]){ 0 }, 256) == -EINVAL);
 	m = vol;
 	m.u.volume.region_size = 0;
@@ -789,9 +782,13 @@ static void test_handshake_ok(void)
 	CHECK(wire_auth_session_key(&a.a, k2) == 0);
 	CHECK(memcmp(k1, k2, sizeof(k1)) == 0);
 	ph = wire_auth_peer_hello(&i.a);
-	CHECK(ph && strcmp(ph->node, "beta") == 0 && ph->features == 1 && !ph->initiator);
+	CHECK(ph && ph->features == 1 && !ph->initiator);
 	ph = wire_auth_peer_hello(&a.a);
-	CHECK(ph && strcmp(ph->node, "alpha") == 0 && ph->features == 3 && ph->initiator);
+	CHECK(ph && ph->features == 3 && ph->initiator);
+	/* The names, from the claims, once verified. */
+	CHECK(wire_auth_peer_node(&i.a) && strcmp(wire_auth_peer_node(&i.a), "beta") == 0);
+	CHECK(wire_auth_peer_node(&a.a) && strcmp(wire_auth_peer_node(&a.a), "alpha") == 0);
+	CHECK(wire_auth_refusal(&a.a, NULL) == WIRE_REFUSE_NONE);
 	/* Nothing more to send or receive. */
 	CHECK(wire_auth_next(&i.a, (uint8_t[FRAME_CAP]){ 0 }, FRAME_CAP, &(size_t){ 0 }) == 0);
 	CHECK(wire_auth_receive(&i.a, (const uint8_t *)"x", 1) == -EPROTO);
@@ -1049,7 +1046,7 @@ static void test_tampering(void)
 {
 	static const size_t frame_len[4] = { WIRE_HDR_LEN + WIRE_HELLO_LEN,
 					     WIRE_HDR_LEN + WIRE_NONCE_LEN,
-					     WIRE_HDR_LEN + WIRE_MAC_LEN, WIRE_HDR_LEN };
+					     WIRE_HDR_LEN + WIRE_AUTH_LEN, WIRE_HDR_LEN };
 	unsigned runs = 0, completed = 0, macs = 0;
 
 	for (unsigned fix = 0; fix < 2; fix++)
@@ -1160,10 +1157,11 @@ static void test_before_auth(void)
 	static const struct { uint16_t type; uint32_t length; bool ok; } t[] = {
 		{ WIRE_HELLO, WIRE_HELLO_LEN, true },
 		{ WIRE_CHALLENGE, WIRE_NONCE_LEN, true },
-		{ WIRE_AUTH, WIRE_MAC_LEN, true },
+		{ WIRE_AUTH, WIRE_AUTH_LEN, true },
 		{ WIRE_AUTH_OK, 0, true },
 		{ WIRE_HELLO, WIRE_HELLO_LEN - 1, false },
-		{ WIRE_AUTH, WIRE_MAC_LEN + 1, false },
+		{ WIRE_AUTH, WIRE_AUTH_LEN + 1, false },
+		{ WIRE_AUTH, WIRE_MAC_LEN, false },	/* version 2's */
 		{ WIRE_VOLUME, WIRE_VOLUME_LEN, false },
 		{ WIRE_WRITE, WIRE_DATA_FIXED + WIRE_DATA_MAX, false },
 		{ WIRE_WRITE, WIRE_DATA_FIXED + 1, false },
