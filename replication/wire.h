@@ -1,5 +1,5 @@
-/* wire.h: the replication wire format between replicas, and its mutual
- * authentication handshake.
+/* wire.h: the replication wire format between replicas (wire.c), and its
+ * mutual authentication handshake (wire_auth.c, wire_names.c).
  *
  * Pure encode/decode over byte buffers: no sockets, no allocation.  Every
  * frame is a 32-byte header followed by `length` payload bytes; all integers
