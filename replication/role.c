@@ -147,9 +147,36 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 	repl__gen_store(sb, -1, &g);
 }
 
+/* After a crash as Primary, until a resync: a peer that may hold writes
+ * this replica acknowledged and lost with its power (plain writes are
+ * acknowledged before they are flushed, on both sides): one not recorded
+ * Outdated here that is away, or connected, UpToDate and not crashed
+ * itself.  NULL when there is none.  Promoting this replica would make
+ * its older data the reference (gen.c rule 5a) and outdate that peer;
+ * the cluster promotes the peer instead, and this replica resyncs from
+ * it (rule 5; fully, as the peer cannot know which regions it wrote). */
+static const struct peer *crash_holder(const struct repl_volume *vol)
+{
+	const struct meta_super *sb = meta_get(vol->meta);
+
+	if (!(sb->flags & META_F_PRIMARY_CRASHED))
+		return NULL;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *p = vol->peers[i];
+		if (sb->peers[p->idx].disk_state == META_OUTDATED)
+			continue;
+		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE || p->peer_crashed))
+			continue;
+		return p;
+	}
+	return NULL;
+}
+
 /* The engine's promotion rules (the cluster's are its hook's). */
 static int promote_check(const struct repl_volume *vol, bool force, char *why, size_t len)
 {
+	const struct peer *holder = force ? NULL : crash_holder(vol);
+
 	if (vol->down)
 		return refuse(why, len, -EPERM, "the volume is down on this node: "
 			      "bring it up first%s", "");
@@ -165,6 +192,11 @@ static int promote_check(const struct repl_volume *vol, bool force, char *why, s
 		return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
 			      "acknowledged writes (--force overrides)",
 			      gen_disk_name(vol->disk_state));
+	if (holder)
+		return refuse(why, len, -EPERM, "this replica crashed as Primary and may "
+			      "have lost, with its power, writes it acknowledged that %s "
+			      "holds: promote %s (if only the daemon crashed, not the host, "
+			      "nothing was lost: --force)", holder->node, holder->node);
 	return 0;
 }
 
