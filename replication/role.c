@@ -17,6 +17,7 @@
 #include "meta.h"
 #include "peer.h"
 #include "resize.h"
+#include "sys.h"
 #include "util.h"
 
 static const char *const link_names[] = {
@@ -224,6 +225,15 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	if (force && vol->disk_state != GEN_DISK_UPTODATE)
 		plog(LOG_CRIT, vol->name, "FORCED promotion of a %s replica: writes "
 		     "acknowledged elsewhere may be lost", gen_disk_name(vol->disk_state));
+	/* As a Secondary it acknowledged writes before they were durable (as
+	 * the old Primary did): from now on its data is the reference, and a
+	 * power loss must not take those writes with it when the replica
+	 * that also had them is away or outdated by this promotion.  Rare
+	 * enough to wait for here, as meta_update() below does. */
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0) {
+		r = -errno;
+		return refuse(why, len, r, "cannot flush the backing: %s", strerror(-r));
+	}
 	/* Peers that differ from us were only exchanging state: reconnect
 	 * them (still as a Secondary, so nothing is outdated) to resync. */
 	for (unsigned i = 0; i < vol->n_peers; i++)
