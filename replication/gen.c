@@ -14,8 +14,12 @@
  *   3   L.c == 0                       (local blank)      TARGET_FULL
  *   3'  P.c == 0                                          SOURCE_FULL
  *   4   L.c == P.c, neither crashed as Primary            NO_SYNC
- *   5   L.c == P.c, only L crashed as Primary             SOURCE_BITMAP (AL)
- *   5'  L.c == P.c, only P crashed as Primary             TARGET_BITMAP (AL)
+ *   5   L.c == P.c, only L crashed as Primary, L not      TARGET_BITMAP (full:
+ *       Primary now                                       peer.c)
+ *   5'  L.c == P.c, only P crashed as Primary, P not      SOURCE_BITMAP (full)
+ *       Primary now
+ *   5a  L.c == P.c, only L crashed, L Primary again       SOURCE_BITMAP (AL)
+ *   5a' L.c == P.c, only P crashed, P Primary again       TARGET_BITMAP (AL)
  *   6   L.c == P.c, both crashed, L.id < P.id             SOURCE_BITMAP (AL)
  *   6'  L.c == P.c, both crashed, L.id > P.id             TARGET_BITMAP (AL)
  *   7   L.c == P.c, both crashed, L.id == P.id            REFUSE
@@ -44,7 +48,12 @@
  * pick a side, which keeps the table symmetric by construction; rule 12
  * counts a bitmap generation found in the other side's history as a common
  * ancestor; rule 20 after rule 4 is a full sync (DRBD: bitmap); rule 6
- * breaks the tie by node id instead of by connection direction. */
+ * breaks the tie by node id instead of by connection direction; rule 5
+ * makes the replica that did not crash the source (DRBD: the crashed
+ * Primary): the crashed one may have lost with its power the writes it
+ * had acknowledged and not flushed, which the other holds; only a crashed
+ * Primary promoted again (its data made the reference, role.c) is the
+ * source (5a). */
 #include "config.h"
 
 #include <errno.h>
@@ -142,16 +151,21 @@ static bool share_ancestor(const struct gen_side *a, const struct gen_side *b)
 /* Rules 4..7: same current generation. */
 static struct gen_verdict same_current(const struct gen_side *l, const struct gen_side *p)
 {
-	static const char crashed[] = "same current; the crashed Primary resyncs its activity log";
+	static const char crashed[] = "same current; the crashed Primary takes its activity "
+				      "log from the replica that did not crash";
+	static const char again[] = "same current; the crashed Primary, promoted again, "
+				    "resyncs its activity log";
 	static const char both[] = "same current; both crashed as Primary, the lower node id "
 				   "resyncs the activity logs";
 
 	if (!l->crashed_primary && !p->crashed_primary)
 		return verdict(GEN_NO_SYNC, GEN_R_SAME, "same current generation");
 	if (!p->crashed_primary)
-		return verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, crashed);
+		return l->primary ? verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, again)
+				  : verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, crashed);
 	if (!l->crashed_primary)
-		return verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, crashed);
+		return p->primary ? verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, again)
+				  : verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, crashed);
 	if (l->node_id < p->node_id)
 		return verdict(GEN_SOURCE_BITMAP, GEN_R_BOTH_CRASHED, both);
 	if (l->node_id > p->node_id)

@@ -383,6 +383,7 @@ static void peer_from_volume(struct peer *p, const struct wire_volume *v)
 		p->lost_crossing = false;
 	p->peer_role = v->role;
 	p->peer_disk = v->disk;
+	p->peer_crashed = v->crashed_primary;
 }
 
 /* Are we in sync with a Primary other than p?  Then p's old record that

@@ -43,6 +43,7 @@ struct peer {
 	uint64_t size;			/* its replica's size (VOLUME, SIZE) */
 	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
 	uint8_t peer_disk;		/* enum gen_disk */
+	bool peer_crashed;		/* it crashed as Primary, not resynced since */
 	/* We applied its writes or followed its generation while it was
 	 * Primary, and it has not demoted since (a crossing, clusterd.c). */
 	bool took_primary;

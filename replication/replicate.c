@@ -314,8 +314,15 @@ static bool vw_overlaps(const struct vwrite *a, const struct vwrite *b)
 	return x->offset < y->offset + y->len && y->offset < x->offset + x->len;
 }
 
+static bool applying_overlaps(const struct repl_volume *vol, const struct repl_io *io);
+
+/* Also after a write of the Primary this replica followed before its
+ * promotion, still being applied here: the pool may run the two in any
+ * order, and the old one must not land last. */
 static bool local_blocked(const struct repl_volume *vol, const struct vwrite *w)
 {
+	if (io_changes_data(w->io->op) && applying_overlaps(vol, w->io))
+		return true;
 	for (const struct vwrite *o = vol->writes; o; o = o->vnext)
 		if (o != w && o->local_busy && vw_overlaps(o, w))
 			return true;
@@ -785,6 +792,17 @@ static bool blocked(struct repl_volume *vol, const struct sapply *a, const struc
 	return false;
 }
 
+static bool applying_overlaps(const struct repl_volume *vol, const struct repl_io *io)
+{
+	for (const struct sapply *s = vol->applying; s; s = s->next)
+		if (overlaps(&s->io, io))
+			return true;
+	for (const struct sapply *s = vol->apply_wait_head; s; s = s->next)
+		if (overlaps(&s->io, io))
+			return true;
+	return false;
+}
+
 static void apply_submit(struct repl_volume *vol, struct sapply *a)
 {
 	a->next = vol->applying;
@@ -828,6 +846,7 @@ static void apply_done(struct repl_io *io)
 	repl__buf_put(a->mem);
 	free(a);
 	apply_unblock(vol);
+	local_unblock(vol);	/* a promotion's writes may wait for it */
 }
 
 void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,

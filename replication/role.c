@@ -17,6 +17,7 @@
 #include "meta.h"
 #include "peer.h"
 #include "resize.h"
+#include "sys.h"
 #include "util.h"
 
 static const char *const link_names[] = {
@@ -147,9 +148,36 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 	repl__gen_store(sb, -1, &g);
 }
 
+/* After a crash as Primary, until a resync: a peer that may hold writes
+ * this replica acknowledged and lost with its power (plain writes are
+ * acknowledged before they are flushed, on both sides): one not recorded
+ * Outdated here that is away, or connected, UpToDate and not crashed
+ * itself.  NULL when there is none.  Promoting this replica would make
+ * its older data the reference (gen.c rule 5a) and outdate that peer;
+ * the cluster promotes the peer instead, and this replica resyncs from
+ * it (rule 5; fully, as the peer cannot know which regions it wrote). */
+static const struct peer *crash_holder(const struct repl_volume *vol)
+{
+	const struct meta_super *sb = meta_get(vol->meta);
+
+	if (!(sb->flags & META_F_PRIMARY_CRASHED))
+		return NULL;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *p = vol->peers[i];
+		if (sb->peers[p->idx].disk_state == META_OUTDATED)
+			continue;
+		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE || p->peer_crashed))
+			continue;
+		return p;
+	}
+	return NULL;
+}
+
 /* The engine's promotion rules (the cluster's are its hook's). */
 static int promote_check(const struct repl_volume *vol, bool force, char *why, size_t len)
 {
+	const struct peer *holder = force ? NULL : crash_holder(vol);
+
 	if (vol->down)
 		return refuse(why, len, -EPERM, "the volume is down on this node: "
 			      "bring it up first%s", "");
@@ -165,6 +193,11 @@ static int promote_check(const struct repl_volume *vol, bool force, char *why, s
 		return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
 			      "acknowledged writes (--force overrides)",
 			      gen_disk_name(vol->disk_state));
+	if (holder)
+		return refuse(why, len, -EPERM, "this replica crashed as Primary and may "
+			      "have lost, with its power, writes it acknowledged that %s "
+			      "holds: promote %s (if only the daemon crashed, not the host, "
+			      "nothing was lost: --force)", holder->node, holder->node);
 	return 0;
 }
 
@@ -192,6 +225,15 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	if (force && vol->disk_state != GEN_DISK_UPTODATE)
 		plog(LOG_CRIT, vol->name, "FORCED promotion of a %s replica: writes "
 		     "acknowledged elsewhere may be lost", gen_disk_name(vol->disk_state));
+	/* As a Secondary it acknowledged writes before they were durable (as
+	 * the old Primary did): from now on its data is the reference, and a
+	 * power loss must not take those writes with it when the replica
+	 * that also had them is away or outdated by this promotion.  Rare
+	 * enough to wait for here, as meta_update() below does. */
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0) {
+		r = -errno;
+		return refuse(why, len, r, "cannot flush the backing: %s", strerror(-r));
+	}
 	/* Peers that differ from us were only exchanging state: reconnect
 	 * them (still as a Secondary, so nothing is outdated) to resync. */
 	for (unsigned i = 0; i < vol->n_peers; i++)

@@ -55,8 +55,15 @@ static const struct row rows[] = {
 	  GEN_NO_SYNC, GEN_R_SAME },
 	/* 5, 5' */
 	{ "local crashed primary", L(A, 0, 0, 0, CONSISTENT, 0, 1), P(A, 0, 0, 0, UPTODATE, 0, 0),
-	  GEN_SOURCE_BITMAP, GEN_R_CRASHED },
+	  GEN_TARGET_BITMAP, GEN_R_CRASHED },
 	{ "peer crashed primary", L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, CONSISTENT, 0, 1),
+	  GEN_SOURCE_BITMAP, GEN_R_CRASHED },
+	{ "crashed primary, peer promoted", L(A, 0, 0, 0, UPTODATE, 0, 1), P(A, 0, 0, 0, UPTODATE, 1, 0),
+	  GEN_TARGET_BITMAP, GEN_R_CRASHED },
+	/* 5a, 5a' */
+	{ "crashed primary promoted again", L(A, 0, 0, 0, UPTODATE, 1, 1), P(A, 0, 0, 0, OUTDATED, 0, 0),
+	  GEN_SOURCE_BITMAP, GEN_R_CRASHED },
+	{ "peer crashed, promoted again", L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, UPTODATE, 1, 1),
 	  GEN_TARGET_BITMAP, GEN_R_CRASHED },
 	/* 6, 6' */
 	{ "both crashed, local id lower", S(1, A, 0, 0, 0, CONSISTENT, 0, 1),
@@ -307,7 +314,9 @@ static void test_scenarios(void)
 	a.crashed_primary = true;	/* set by a at restart */
 	a.primary = false;
 	a.disk_state = GEN_DISK_CONSISTENT;
-	CHECK(decide(&a, &b) == GEN_SOURCE_BITMAP);	/* AL resync if b stayed */
+	/* It may have lost unflushed writes that b holds: b is the source
+	 * even if b stayed Secondary (power loss, rule 5). */
+	CHECK(decide(&a, &b) == GEN_TARGET_BITMAP);
 	CHECK(gen_on_promote_disconnected(&b, fresh()) == 0);
 	CHECK(decide(&a, &b) == GEN_TARGET_BITMAP);
 	resync(&b, &a);

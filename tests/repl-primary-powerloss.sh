@@ -1,0 +1,60 @@
+#!/bin/bash
+# tests/repl-primary-powerloss.sh: a Primary that loses power loses the
+# plain writes it acknowledged and had not flushed, but its Secondary has
+# them: they must survive.  a (Primary) runs with the faultdisk shim's
+# volatile write cache on its backing (a kill -9 drops what was not
+# flushed, like a power loss); b is in sync.  A client writes 4 MiB
+# through a without any flush, a is killed and restarted without the
+# shim, and the cluster asks a to be Primary again (a refusal is fine:
+# then b is promoted).  Once the two are in sync, the Primary must read
+# the 4 MiB and the backings must be identical.  a used to be promoted
+# and to resync its activity log to b, its older data over b's newer.
+# shellcheck source=tests/functions.sh
+. "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
+
+requires timeout cmp qemu-io
+requires_replagentd
+requires_replagent
+
+cluster_config -t 5 a b
+faultdisk_init
+faultdisk_set cache "${NODE_BACKING[a]}"
+
+faultdisk_preload a
+start_node a
+ra_env a
+start_node b
+wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
+	fail "a and b did not connect"
+promote a
+
+# Plain writes only: qemu-io sends a FLUSH when it closes the image, so it
+# aborts instead (its "abort" command) once the write is acknowledged.
+(timeout "$QIO_TIMEOUT" qemu-io -f raw -t unsafe -c "write -P 0x61 1M 4M" -c abort \
+	"${NODE_NBD_URI[a]}") >/dev/null 2>&1
+kill_node a
+faultdisk_log | grep -q "^cache ${NODE_BACKING[a]}" ||
+	hard_error "the shim held none of a's writes: nothing to test"
+! faultdisk_log | grep -q "^cache-flush ${NODE_BACKING[a]}" ||
+	hard_error "a flushed its writes: nothing to test"
+log "a lost power with unflushed writes it had acknowledged"
+
+start_node a
+wait_status a 30 'v["role"] == "Secondary" and p["b"]["link"] == "Connected"' ||
+	fail "a did not come back connected"
+if out=$(ra_cli a promote "$CLUSTER_VOL" 2>&1); then
+	primary=a other=b
+	log "a was promoted again"
+else
+	log "a refused: $out"
+	primary=b other=a
+	promote b
+fi
+wait_status "$primary" 60 "p[\"$other\"][\"link\"] == \"Connected\" and p[\"$other\"][\"out_of_sync_bytes\"] == 0 and p[\"$other\"][\"peer_disk\"] == \"UpToDate\"" ||
+	fail "$other did not get in sync with $primary"
+qio_batch "${NODE_NBD_URI[$primary]}" "read -P 0x61 1M 4M" ||
+	fail "the writes a acknowledged before its power loss are gone from $primary"
+stop_node b
+stop_node a
+cmp_backings a b || fail "a and b differ after the recovery"
+log "PASS"
