@@ -43,6 +43,16 @@
  *  21   the source's disk is not consistent               REFUSE
  *  22   the target is a Primary with consistent data      REFUSE
  *
+ * Then, between two Secondaries only (gen_secondaries_wait()), the
+ * resync of rules 2..22 runs, or the link carries state only and waits:
+ *
+ *  40   no resync, or a source or target: no Primary      carry it
+ *       connected to either, the source UpToDate
+ *  41   either has a Primary connected                    wait (from it)
+ *  42   the source is not UpToDate, or crashed as         wait for a Primary
+ *       Primary, or only rule 20 makes it the source
+ *  43   split brain, unrelated, refused                   wait for a Primary
+ *
  * Departures from DRBD: generations carry no flag bits (no masking); rule 8
  * makes contradictory generations split brain instead of letting rule order
  * pick a side, which keeps the table symmetric by construction; rule 12
@@ -581,4 +591,23 @@ struct sb_verdict sb_decide(const struct sb_side *local, const struct sb_side *p
 	default:
 		return sb_verdict(SB_STAY_STANDALONE, "two Primaries: never resolved automatically");
 	}
+}
+
+const char *gen_secondaries_wait(struct gen_verdict gv, const struct gen_side *local,
+				 const struct gen_side *peer, bool local_has_primary,
+				 bool peer_has_primary)
+{
+	enum gen_decision d = gv.decision;
+	const struct gen_side *src = is_source(d) ? local : peer;
+
+	if (local->primary || peer->primary || d == GEN_NO_SYNC)
+		return NULL;
+	if (!is_source(d) && !is_target(d))
+		return "waits for a Primary";
+	if (local_has_primary || peer_has_primary)
+		return "a Primary is connected: the resync comes from it";
+	if (src->disk_state != GEN_DISK_UPTODATE || src->crashed_primary ||
+	    (gv.rule != GEN_R_BITMAP && gv.rule != GEN_R_HISTORY))
+		return "the source is not known UpToDate: waits for a Primary";
+	return NULL;
 }

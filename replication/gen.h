@@ -192,4 +192,19 @@ struct gen_verdict gen_after_split_brain(const struct gen_side *local,
 					 const struct gen_side *peer,
 					 enum sb_outcome outcome);
 
+/* Two Secondaries (neither side Primary) after the rules above: may the
+ * link carry the resync d calls for?  NULL: yes (or there is nothing to
+ * carry).  Else the link carries state only, and the text says what it
+ * waits for.  A resync runs between Secondaries only when neither has a
+ * Primary connected (else the source could apply that Primary's writes
+ * to regions it already sent; the target resyncs from the Primary), the
+ * generations show the target older (rules 9, 10: not only rule 20's
+ * "one side is Inconsistent") and the source is UpToDate and did not
+ * crash as Primary (others may have moved on since); a split brain, unrelated data or a refusal
+ * waits for a Primary (its promotion reconnects them).  Both sides pass
+ * what they told each other, so they agree. */
+const char *gen_secondaries_wait(struct gen_verdict gv, const struct gen_side *local,
+				 const struct gen_side *peer, bool local_has_primary,
+				 bool peer_has_primary);
+
 #endif

@@ -221,6 +221,33 @@ int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_
 	return send_state_token(p, outdated, false, token);
 }
 
+/* A Primary other than except is connected to this replica. */
+static bool has_primary(const struct repl_volume *vol, const struct peer *except)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *o = vol->peers[i];
+		if (o != except && repl__peer_up(o) && o->peer_role == REPL_PRIMARY)
+			return true;
+	}
+	return false;
+}
+
+/* A Primary came (connected, or a peer promoted): a resync between this
+ * Secondary and another one stops (the source would apply the Primary's
+ * writes to regions it already sent); reconnected, the pair waits and the
+ * target resyncs from the Primary (gen_secondaries_wait()). */
+static void stop_secondary_resyncs(struct repl_volume *vol, const struct peer *primary)
+{
+	if (vol->role == REPL_PRIMARY)
+		return;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *o = vol->peers[i];
+		if (o != primary && repl__peer_up(o) && o->peer_role != REPL_PRIMARY &&
+		    (o->link == REPL_LINK_SYNC_SOURCE || o->link == REPL_LINK_SYNC_TARGET))
+			repl__peer_drop(o, "a Primary is connected: the resync comes from it");
+	}
+}
+
 static void fill_volume(struct peer *p, struct wire_volume *v)
 {
 	struct repl_volume *vol = p->vol;
@@ -242,6 +269,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
 	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
 								    : GEN_DISK_UNKNOWN;
+	v->has_primary = p->told_has_primary = has_primary(vol, p);
 }
 
 int repl__peer_send_volume(struct peer *p)
@@ -399,6 +427,21 @@ static bool in_sync_with_other_primary(const struct repl_volume *vol, const stru
 	return false;
 }
 
+/* Did another peer, UpToDate and still in sync with us, resync us on its
+ * present connection?  Then p's record that we missed writes is older
+ * than that resync (no Primary wrote since: one would be connected, and
+ * p would follow it). */
+static bool resynced_by_other(const struct repl_volume *vol, const struct peer *p)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *o = vol->peers[i];
+		if (o != p && repl__peer_up(o) && o->resynced_us && o->peer_disk == GEN_DISK_UPTODATE &&
+		    o->link == REPL_LINK_CONNECTED && !o->suppressed)
+			return true;
+	}
+	return false;
+}
+
 static void note_peer_view(struct peer *p, const struct wire_volume *v,
 			   enum gen_decision d)
 {
@@ -409,7 +452,7 @@ static void note_peer_view(struct peer *p, const struct wire_volume *v,
 	 * or in sync with our Primary. */
 	if (v->peer_disk == GEN_DISK_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE &&
 	    d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL &&
-	    !in_sync_with_other_primary(vol, p)) {
+	    !in_sync_with_other_primary(vol, p) && !resynced_by_other(vol, p)) {
 		sb = *meta_get(vol->meta);
 		sb.disk_state = META_OUTDATED;
 		if (meta_update(vol->meta, &sb) == 0) {
@@ -419,6 +462,30 @@ static void note_peer_view(struct peer *p, const struct wire_volume *v,
 			repl__peers_tell_state(vol);
 		}
 	}
+}
+
+/* Two Secondaries of the same generation (rule 4: neither crashed as
+ * Primary, or equal now after one resynced), both UpToDate: what we
+ * recorded as missing on the peer (its unflushed regions when it
+ * crashed, peer_unflushed.c; writes it missed while we were Primary) was
+ * made up since by another replica's resync of it (issue 16: a resynced
+ * from the Primary c, the Secondary b's bits for a stayed, out of sync
+ * forever). */
+static void forget_stale_bits(struct peer *p, uint8_t peer_disk)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+	uint64_t n = meta_bits_count(vol->meta, p->idx);
+
+	if (!n || peer_disk != GEN_DISK_UPTODATE || vol->disk_state != GEN_DISK_UPTODATE ||
+	    vol->role == REPL_PRIMARY)
+		return;
+	meta_bits_clear_range(vol->meta, p->idx, 0, vol->size);
+	sb.peers[p->idx].bitmap_gen = 0;
+	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0)
+		plog(LOG_ERR, vol->name, "cannot record that %s is in sync", p->node);
+	plog(LOG_INFO, vol->name, "peer %s: same generation, both UpToDate: the %llu "
+	     "region(s) recorded as missing there are stale", p->node, (unsigned long long)n);
 }
 
 /* DRBD's after-sb policies, with the safe defaults: resolve only when the
@@ -468,6 +535,7 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	struct gen_side local, peer;
 	struct gen_verdict gv;
 	char sz_why[192] = "";
+	const char *wait;
 
 	if (strcmp(v->name, vol->name) != 0) {
 		standalone(p, WIRE_BYE_REFUSED, "peer has a different volume name");
@@ -483,6 +551,7 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 				  v->disk, v->role == REPL_PRIMARY, v->crashed_primary,
 				  v->node_id };
 	peer_from_volume(p, v);
+	p->resynced_us = false;
 	if (peer.primary && p->lost_crossing) {
 		repl__peer_drop(p, LOST_CROSSING);	/* no resync from it either */
 		return;
@@ -507,10 +576,18 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	plog(LOG_INFO, vol->name, "peer %s: %s (%s%s)", p->node,
 	     gen_decision_name(gv.decision), gv.reason,
 	     local.crashed_primary || peer.crashed_primary ? "; a Primary crashed" : "");
-	/* Data flows only from a Primary: two Secondaries stay connected for
-	 * state only, whatever their generations say, and re-decide when one
-	 * is promoted (it reconnects them). */
-	p->suppressed = !local.primary && !peer.primary && gv.decision != GEN_NO_SYNC;
+	/* Two Secondaries resync each other only with no Primary about and
+	 * from an UpToDate source; else they stay connected for state only
+	 * and re-decide when one is promoted (it reconnects them), or resync
+	 * from the Primary.  Each side decides on what both said. */
+	wait = gen_secondaries_wait(gv, &local, &peer, p->told_has_primary,
+				    v->has_primary);
+	p->suppressed = wait != NULL;
+	if (!wait && !local.primary && !peer.primary && gv.decision != GEN_NO_SYNC &&
+	    has_primary(vol, p)) {
+		repl__peer_drop(p, "a Primary connected meanwhile: the resync comes from it");
+		return;
+	}
 	if (!p->suppressed && (gv.decision == GEN_SPLIT_BRAIN ||
 			       gv.decision == GEN_UNRELATED || gv.decision == GEN_REFUSE)) {
 		char why[sizeof(p->reason)];
@@ -531,18 +608,22 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	if (v->size != vol->size)
 		plog(LOG_INFO, vol->name, "peer %s: %s", p->node, sz_why);
 	note_peer_view(p, v, gv.decision);
+	if (!local.primary && !peer.primary && gv.rule == GEN_R_SAME)
+		forget_stale_bits(p, v->disk);
 	p->conn = PC_UP;
 	p->conn_id++;
 	p->backoff_ms = 0;
 	p->reason[0] = '\0';
 	if (p->suppressed) {
-		snprintf(p->reason, sizeof(p->reason), "%s between Secondaries: waits for "
-			 "a Primary", gen_decision_name(gv.decision));
+		snprintf(p->reason, sizeof(p->reason), "%s between Secondaries: %s",
+			 gen_decision_name(gv.decision), wait);
 		p->link = REPL_LINK_CONNECTED;
 		return;
 	}
 	repl__rep_peer_up(p, gv.decision);
 	repl__cbt_peer_up(p);
+	if (peer.primary)
+		stop_secondary_resyncs(vol, p);
 	/* Our Primary was lost and this is a new one: our recent writes.  (The
 	 * same one back needs nothing: it has them, and its bitmap.) */
 	if (vol->lost_primary && peer.primary && vol->role != REPL_PRIMARY) {
@@ -678,6 +759,8 @@ static void on_state(struct peer *p, const struct wire_state *s)
 		if (p->idx != vol->lost_primary_idx)
 			repl__recent_ask(p);
 	}
+	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY)
+		stop_secondary_resyncs(vol, p);
 	if (s->role != REPL_PRIMARY) {
 		if (p->peer_role == REPL_PRIMARY)
 			p->took_primary = false;	/* it demoted: its writes were its own */
@@ -702,6 +785,8 @@ static void on_state(struct peer *p, const struct wire_state *s)
 	    s->current == sb.gen_current) {
 		p->suppressed = false;
 		p->reason[0] = '\0';
+		forget_stale_bits(p, s->disk);
+		sb = *meta_get(vol->meta);
 		send_state(p, NULL);
 	}
 	/* A Primary we are in sync with moved its generation: follow it. */

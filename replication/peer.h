@@ -34,6 +34,9 @@ struct peer {
 	int cfd;			/* socket while PC_CONNECTING */
 	uint64_t conn_id;		/* increases with every connection */
 	bool suppressed;		/* Secondary pair that differs: no data */
+	bool told_has_primary;		/* our VOLUME's has_primary on this link */
+	bool resynced_us;		/* a resync from it made us UpToDate, on
+					 * this connection */
 	enum repl_link_state link;
 	char reason[128];
 	struct peer_link *l;		/* socket, buffers, handshake (link.c) */

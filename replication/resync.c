@@ -613,6 +613,7 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 		return;
 	}
 	vol->disk_state = GEN_DISK_UPTODATE;
+	p->resynced_us = true;
 	plog(LOG_NOTICE, vol->name, "resync from %s done: UpToDate", p->node);
 	repl__peers_tell_state(vol);
 	repl__changed(vol);

@@ -13,7 +13,8 @@
  *                   96 u64 bitmap   104 u64 history[0]   112 u64 history[1]
  *                   120 u64 dirty   128 u32 node_id   132 u32 region_size
  *                   136 u8 disk   137 u8 role   138 u8 flags (bit 0:
- *                   crashed primary)   139 u8 peer_disk   140 res[4]
+ *                   crashed primary, bit 1: has a Primary connected)
+ *                   139 u8 peer_disk   140 res[4]
  *   WRITE    16+len 0 u64 offset   8 u32 len   12 u32 flags   16 data[len]
  *   RS_DATA  16+len same as WRITE, flags 0
  *   WRITE_ACK   16  0 u64 seq   8 u32 error   12 res[4]
@@ -307,7 +308,7 @@ static void enc_volume(const struct wire_msg *m, uint8_t *p)
 	put32(p + 132, v->region_size);
 	p[136] = v->disk;
 	p[137] = v->role;
-	p[138] = v->crashed_primary;
+	p[138] = (uint8_t)(v->crashed_primary | v->has_primary << 1);
 	p[139] = v->peer_disk;
 }
 
@@ -446,8 +447,10 @@ static int dec_volume(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	v->region_size = get32(p + 132);
 	v->disk = p[136];
 	v->role = p[137];
-	if (get_bool(&v->crashed_primary, p[138]))
+	if (p[138] > 3)
 		return -EPROTO;
+	v->crashed_primary = p[138] & 1;
+	v->has_primary = p[138] >> 1;
 	v->peer_disk = p[139];
 	return all_zero(p + 140, 4) ? 0 : -EPROTO;
 }

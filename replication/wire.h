@@ -140,6 +140,7 @@ struct wire_volume {
 	uint8_t role;			/* 0 Secondary, 1 Primary */
 	bool crashed_primary;
 	uint8_t peer_disk;		/* sender's view of the receiver's disk */
+	bool has_primary;		/* a Primary is connected to the sender */
 };
 
 /* WRITE and RS_DATA.  data points into the decoded buffer (decode) or to

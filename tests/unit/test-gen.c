@@ -507,6 +507,66 @@ static void test_after_split_brain(void)
 	CHECK(v.decision == GEN_NO_SYNC);
 }
 
+/* gen_secondaries_wait(), rules 40..43 of gen.c: a table, each row also
+ * checked from the other side (mirrored decision, sides swapped). */
+struct sec_row {
+	const char *name;
+	enum gen_decision d;	/* from the local side */
+	enum gen_rule rule;
+	struct gen_side l, p;
+	bool l_has, p_has;	/* a Primary connected to that side */
+	bool wait;
+};
+
+static const struct sec_row sec_rows[] = {
+	/* 40: the issue 16 case, no Primary anywhere: c missed writes that
+	 * b holds, UpToDate; the resync runs between them. */
+	{ "no primary, source uptodate, bitmap", GEN_SOURCE_BITMAP, GEN_R_BITMAP,
+	  L(B, A, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, false },
+	{ "no primary, source uptodate, full", GEN_SOURCE_FULL, GEN_R_HISTORY,
+	  L(B, 0, A, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 1), 0, 0, false },
+	{ "nothing to resync", GEN_NO_SYNC, GEN_R_SAME,
+	  L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, UPTODATE, 0, 0), 1, 0, false },
+	{ "local primary", GEN_SOURCE_BITMAP, GEN_R_BITMAP,
+	  L(B, A, 0, 0, UPTODATE, 1, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 1, false },
+	/* 41 */
+	{ "source has a primary", GEN_SOURCE_FULL, GEN_R_HISTORY,
+	  L(B, 0, A, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 1, 0, true },
+	{ "target has a primary", GEN_SOURCE_FULL, GEN_R_HISTORY,
+	  L(B, 0, A, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 1, true },
+	/* 42 */
+	{ "source outdated", GEN_SOURCE_BITMAP, GEN_R_BITMAP,
+	  L(B, A, 0, 0, OUTDATED, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
+	{ "source consistent", GEN_SOURCE_BITMAP, GEN_R_BITMAP,
+	  L(B, A, 0, 0, CONSISTENT, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
+	/* 43 */
+	{ "split brain", GEN_SPLIT_BRAIN, GEN_R_SB_BITMAP,
+	  L(B, A, 0, 0, UPTODATE, 0, 0), P(C, A, 0, 0, UPTODATE, 0, 0), 0, 0, true },
+	{ "unrelated", GEN_UNRELATED, GEN_R_UNRELATED,
+	  L(B, 0, 0, 0, UPTODATE, 0, 0), P(C, 0, 0, 0, UPTODATE, 0, 0), 0, 0, true },
+	{ "refused", GEN_REFUSE, GEN_R_SOURCE_INCONSISTENT,
+	  L(B, A, 0, 0, INCONSISTENT, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
+	{ "source crashed as primary", GEN_SOURCE_BITMAP, GEN_R_BITMAP,
+	  L(B, A, 0, 0, UPTODATE, 0, 1), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
+	{ "only rule 20: the target is inconsistent", GEN_SOURCE_FULL, GEN_R_INCONSISTENT,
+	  L(A, 0, 0, 0, UPTODATE, 0, 0), P(C, 0, 0, 0, INCONSISTENT, 0, 0), 0, 0, true },
+};
+
+static void test_secondaries(void)
+{
+	for (size_t i = 0; i < ARRAY_SIZE(sec_rows); i++) {
+		const struct sec_row *r = &sec_rows[i];
+		struct gen_verdict v = { r->d, r->rule, "" };
+		struct gen_verdict mv = { gen_decision_mirror(r->d), r->rule, "" };
+		const char *w = gen_secondaries_wait(v, &r->l, &r->p, r->l_has, r->p_has);
+		const char *m = gen_secondaries_wait(mv, &r->p, &r->l, r->p_has, r->l_has);
+
+		CHECK_MSG((w != NULL) == r->wait, "%s", r->name);
+		CHECK_MSG((m != NULL) == r->wait, "%s", r->name);
+		CHECK_MSG(!w || !m || strcmp(w, m) == 0, "%s", r->name);
+	}
+}
+
 static void test_names(void)
 {
 	CHECK(strcmp(gen_decision_name(GEN_SPLIT_BRAIN), "split-brain") == 0);
@@ -525,6 +585,7 @@ int main(void)
 	test_scenarios();
 	test_sb();
 	test_after_split_brain();
+	test_secondaries();
 	test_names();
 	return unit_done("test-gen");
 }
