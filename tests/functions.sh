@@ -1583,8 +1583,23 @@ many_wait_synced() {
 		rc_wait "$i" "$t" "$MANY_ALL_SYNCED" "$(many_held "$nvol" "$i")" >/dev/null 2>&1 || {
 			echo "n$i: not in sync: $(rc_value "$i" "$MANY_NOT_SYNCED")" \
 				"($(rc_value "$i" 'len(vols)') volumes)" >&2
+			many_explain "$(rc_value "$i" "' '.join($MANY_NOT_SYNCED[:3])")"
 			return 1
 		}
+	done
+}
+
+# many_explain "VOL...": for a failure report, each VOL's status and its
+# last log lines on every node that holds a replica of it.
+many_explain() {
+	local v j
+	for v in $1; do
+		for j in "${!CL_DIR[@]}"; do
+			[ -f "$(rc_log "$j")" ] || continue
+			grep -q "\[$v\]" "$(rc_log "$j")" || continue
+			echo "---- $v on n$j: $(rc_value "$j" "[x for x in s['volumes'] if x['name'] == '$v']")" >&2
+			grep "\[$v\]" "$(rc_log "$j")" | tail -n 25 >&2
+		done
 	done
 }
 

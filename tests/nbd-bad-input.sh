@@ -65,7 +65,7 @@ run_raw() {
 	local what=$1 st
 	shift
 	log "hostile clients: $what"
-	timeout 55 "$PYTHON" "$RAW" "$@" --export "$VOL" >"$TESTDIR/raw-$what.out" 2>&1
+	timeout 300 "$PYTHON" "$RAW" "$@" --export "$VOL" >"$TESTDIR/raw-$what.out" 2>&1
 	st=$?
 	cat "$TESTDIR/raw-$what.out"
 	[ "$st" = 124 ] && echo "nbd_raw.py ($what) timed out"
