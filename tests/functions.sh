@@ -1583,7 +1583,7 @@ many_wait_synced() {
 		rc_wait "$i" "$t" "$MANY_ALL_SYNCED" "$(many_held "$nvol" "$i")" >/dev/null 2>&1 || {
 			echo "n$i: not in sync: $(rc_value "$i" "$MANY_NOT_SYNCED")" \
 				"($(rc_value "$i" 'len(vols)') volumes)" >&2
-			many_explain "$(rc_value "$i" "' '.join($MANY_NOT_SYNCED[:3])")"
+			many_explain "$(rc_value "$i" "' '.join(${MANY_NOT_SYNCED}[:3])")"
 			return 1
 		}
 	done

@@ -12,10 +12,12 @@
 #   1. b (Secondary, UpToDate): "virsh start" fails, the error says Secondary.
 #   2. a (Primary): it starts; the guest counts.
 #   3. c is killed while the guest writes (a records c Outdated, and tells
-#      b); the domain is destroyed and a is killed (a crashed node).  c
-#      restarts and hears from b that it is Outdated (no resync: no Primary).
+#      b); the domain is destroyed and a is killed (a crashed node), then b
+#      is stopped too.  a and c restart: a tells c that it is Outdated, and
+#      c stays so (a crashed as Primary, so it is no resync source for a
+#      Secondary; b, UpToDate, would resync c at once without a Primary).
 #      "virsh start" on c fails, the error says Outdated.
-#   4. b is promoted (a is gone); on b the domain starts and the guest goes
+#   4. b returns and is promoted; on b the domain starts and the guest goes
 #      on from at least the last counter value it printed on a.
 # shellcheck source=SCRIPTDIR/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
@@ -94,12 +96,17 @@ virsh_ns destroy "$DOM" >/dev/null || fail "virsh destroy on a failed"
 last=$(last_counter "$serial")
 kill_node a
 log "a crashed after COUNTER=$last"
+kill_node b
+start_node a
 start_node c
-wait_status c 30 'v["disk"] == "Outdated" and p["b"]["link"] == "Connected"' ||
+wait_status c 30 'v["disk"] == "Outdated" and p["a"]["link"] == "Connected"' ||
 	fail "c did not come back Outdated"
 start_refused c "the local replica is Outdated"
 
 # 4. failover to b
+start_node b
+wait_status b 30 'v["disk"] == "UpToDate" and p["a"]["link"] == "Connected" and p["c"]["link"] == "Connected"' ||
+	fail "b did not come back UpToDate, Connected to a and c"
 promote b
 on_node b
 nboot=$(boot_counters "$serial" | wc -l)
@@ -116,5 +123,5 @@ log "on b: BOOT COUNTER=$boot (last acknowledged on a: $last)"
 wait_counter "$serial" $((boot + 10)) 60 || { show_serial "$serial" "$DOM"; fail "no counting on b"; }
 serial_clean "$serial" || { show_serial "$serial" "$DOM"; fail "the guest reported an error"; }
 virsh_ns destroy "$DOM" >/dev/null || fail "virsh destroy on b failed"
-for n in b c; do replagentd_alive "$n" || fail "node $n died"; done
+for n in a b c; do replagentd_alive "$n" || fail "node $n died"; done
 log "PASS"
