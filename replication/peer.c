@@ -270,6 +270,9 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
 								    : GEN_DISK_UNKNOWN;
 	v->has_primary = p->told_has_primary = has_primary(vol, p);
+	p->told_role = v->role;
+	p->told_disk = v->disk;
+	p->told_current = v->current;
 }
 
 int repl__peer_send_volume(struct peer *p)
@@ -614,6 +617,15 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 	p->conn_id++;
 	p->backoff_ms = 0;
 	p->reason[0] = '\0';
+	/* The peer decided on our VOLUME; if our role, disk or generation
+	 * moved since it was sent (our resync from a third replica ended
+	 * while this link was being made), no STATE reached this peer (it
+	 * was not up): without one it keeps deciding on the old state, e.g.
+	 * a Secondary that still sees us Inconsistent waits for a resync
+	 * nobody starts. */
+	if (p->told_role != (uint8_t)vol->role || p->told_disk != vol->disk_state ||
+	    p->told_current != meta_get(vol->meta)->gen_current)
+		send_state(p, NULL);
 	if (p->suppressed) {
 		snprintf(p->reason, sizeof(p->reason), "%s between Secondaries: %s",
 			 gen_decision_name(gv.decision), wait);

@@ -35,6 +35,12 @@ struct peer {
 	uint64_t conn_id;		/* increases with every connection */
 	bool suppressed;		/* Secondary pair that differs: no data */
 	bool told_has_primary;		/* our VOLUME's has_primary on this link */
+	/* Our VOLUME's role, disk and current on this link: what the peer
+	 * decides on.  If ours changed before the link came up (a resync
+	 * finished meanwhile), repl__peers_tell_state() did not reach this
+	 * peer yet, so the handshake's end tells it (peer.c). */
+	uint8_t told_role, told_disk;
+	uint64_t told_current;
 	bool resynced_us;		/* a resync from it made us UpToDate, on
 					 * this connection */
 	enum repl_link_state link;

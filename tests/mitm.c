@@ -11,6 +11,10 @@
  *            (4 KiB of 0xEE at INJECT_OFFSET), made without the link key
  *   replay   sends the first WRITE again after the second
  *   reorder  holds the first WRITE back until the next frame has gone
+ *   hold     holds everything the client sends after its AUTH_OK (its
+ *            VOLUME first) until SIGUSR1, then sends it on: the server
+ *            decides late, on what the client said when it sent it
+ *            (tests/repl-rejoin-late-state.sh)
  *   none     relays only
  *
  * It follows the framing: the handshake's frames (wire.h headers) up to
@@ -27,6 +31,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -54,6 +59,8 @@ struct relay {
 };
 
 static const char *mode;
+static volatile sig_atomic_t release;	/* hold: SIGUSR1 came */
+static bool holding;
 static uint64_t inject_offset;
 static bool attacked;
 static FILE *cap_all, *cap_hs;	/* CAPTURE.all, CAPTURE.handshake */
@@ -172,6 +179,20 @@ static int forward(struct relay *r, uint8_t *u, size_t len)
 		r->writes++;
 	if (attacked || !strcmp(mode, "none"))
 		return send_all(r->s, u, len);
+	if (!strcmp(mode, "hold") && r->state != ST_HANDSHAKE && r->state != ST_AFTER_AUTH) {
+		uint8_t *nh = realloc(r->held, r->held_len + len);
+		if (!nh)
+			return -1;
+		memcpy(nh + r->held_len, u, len);
+		r->held = nh;
+		r->held_len += len;
+		if (!holding) {
+			printf("mitm: holding what the client sends after its handshake\n");
+			fflush(stdout);
+			holding = true;
+		}
+		return 0;
+	}
 	if (!strcmp(mode, "reorder") && r->held) {
 		rc = send_all(r->s, u, len);
 		if (rc == 0)
@@ -270,6 +291,25 @@ static int from_server(struct relay *r)
 	return send_all(r->c, b, (size_t)n);
 }
 
+/* hold: SIGUSR1 came; what was held goes, and the rest is relayed. */
+static int release_held(struct relay *r)
+{
+	char what[96];
+
+	release = 0;
+	if (!holding || attacked)
+		return 0;
+	snprintf(what, sizeof(what), "released %zu bytes held", r->held_len);
+	note(what);
+	return r->s >= 0 && r->held_len ? send_all(r->s, r->held, r->held_len) : 0;
+}
+
+static void on_usr1(int sig)
+{
+	(void)sig;
+	release = 1;
+}
+
 static void relay_end(struct relay *r)
 {
 	if (r->c >= 0)
@@ -291,7 +331,7 @@ int main(int argc, char **argv)
 
 	if (argc != 6 && argc != 7) {
 		fprintf(stderr, "usage: mitm LISTEN_PORT HOST PORT "
-			"flip|inject|replay|reorder|none INJECT_OFFSET [CAPTURE]\n");
+			"flip|inject|replay|reorder|hold|none INJECT_OFFSET [CAPTURE]\n");
 		return 2;
 	}
 	if (argc == 7) {
@@ -306,6 +346,7 @@ int main(int argc, char **argv)
 		}
 	}
 	mode = argv[4];
+	signal(SIGUSR1, on_usr1);
 	inject_offset = strtoull(argv[5], NULL, 0);
 	sa.sin_port = htons((uint16_t)atoi(argv[1]));
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -317,8 +358,10 @@ int main(int argc, char **argv)
 	}
 	for (;;) {
 		struct pollfd pf[3] = { { lfd, POLLIN, 0 }, { r.c, POLLIN, 0 }, { r.s, POLLIN, 0 } };
-		if (poll(pf, 3, -1) < 0 && errno != EINTR)
+		if (poll(pf, 3, 200) < 0 && errno != EINTR)
 			return 1;
+		if (release && release_held(&r) < 0)
+			relay_end(&r);
 		if (pf[0].revents & POLLIN) {
 			int c = accept(lfd, NULL, NULL);
 			if (c < 0)
