@@ -987,11 +987,21 @@ void repl__volume_start_over(struct repl_volume *vol, const char *why)
 	repl__changed(vol);
 }
 
-/* Is a write of the Primary's in flight over [off, off + len)? */
+/* Is a write in flight here over [off, off + len)?  The Primary's own, or
+ * one of a Primary this replica followed before its promotion, still being
+ * applied: a resync (or verify) read of that range would take the data
+ * from before it, and the write then lands here only. */
 bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len)
 {
+	const struct sapply *lists[2] = { vol->applying, vol->apply_wait_head };
+
 	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
 		if (w->io->len && w->io->offset < off + len && off < w->io->offset + w->io->len)
 			return true;
+	for (unsigned i = 0; i < 2; i++)
+		for (const struct sapply *s = lists[i]; s; s = s->next)
+			if (s->io.op != REPL_IO_FLUSH && s->io.len &&
+			    s->io.offset < off + len && off < s->io.offset + s->io.len)
+				return true;
 	return false;
 }

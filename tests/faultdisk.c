@@ -1,10 +1,11 @@
 /* faultdisk.c: an LD_PRELOAD shim for the tests that injects disk faults
  * into one process without changing it: a volatile write cache that a
  * kill -9 loses (as a power loss loses a disk's cache), EIO on flush, write
- * or read, and slow flushes.  It is driven at run time by the directory
+ * or read, slow flushes and slow writes.  It is driven at run time by the directory
  * named in FAULTDISK_DIR: each rule is a file there ("cache", "eio-flush",
- * "eio-write", "eio-read", "slow-flush") holding one path substring a line
- * ("SUBSTRING MILLISECONDS" for slow-flush), re-read at most every 50 ms,
+ * "eio-write", "eio-read", "slow-flush", "slow-write") holding one path
+ * substring a line ("SUBSTRING MILLISECONDS" for slow-flush and slow-write:
+ * the call sleeps that long first), re-read at most every 50 ms,
  * so a test switches faults while the process runs.  A descriptor matches
  * when the path it refers to (/proc/self/fd/N, so dup'd descriptors match
  * too) contains a substring.  Every fault that fires appends a line to
@@ -35,9 +36,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum kind { K_CACHE, K_EIO_FLUSH, K_EIO_WRITE, K_EIO_READ, K_SLOW_FLUSH, K_KINDS };
+enum kind { K_CACHE, K_EIO_FLUSH, K_EIO_WRITE, K_EIO_READ, K_SLOW_FLUSH, K_SLOW_WRITE, K_KINDS };
 static const char *const kind_name[K_KINDS] = {
-	"cache", "eio-flush", "eio-write", "eio-read", "slow-flush",
+	"cache", "eio-flush", "eio-write", "eio-read", "slow-flush", "slow-write",
 };
 #define BIT(k) (1u << (k))
 
@@ -73,6 +74,7 @@ struct ctx {
 	char path[PATH_MAX];
 	unsigned match;			/* BIT(kind) of the rules that match */
 	unsigned ms;			/* slow-flush delay */
+	unsigned write_ms;		/* slow-write delay */
 	bool have_ino;
 	dev_t dev;
 	ino_t ino;
@@ -161,7 +163,7 @@ static void load_kind(enum kind k)
 			continue;
 		r->kind = k;
 		r->ms = 0;
-		if (k == K_SLOW_FLUSH && (sp = strrchr(line, ' ')) != NULL) {
+		if ((k == K_SLOW_FLUSH || k == K_SLOW_WRITE) && (sp = strrchr(line, ' ')) != NULL) {
 			*sp = '\0';
 			r->ms = (unsigned)strtoul(sp + 1, NULL, 10);
 		}
@@ -222,6 +224,7 @@ static bool engage(int fd, struct ctx *c)
 	c->ino = c->have_ino ? st.st_ino : 0;
 	c->match = 0;
 	c->ms = 0;
+	c->write_ms = 0;
 	pthread_mutex_lock(&lock);
 	for (i = 0; n > 0 && i < nrules; i++) {
 		if (!strstr(c->path, rules[i].sub))
@@ -229,6 +232,8 @@ static bool engage(int fd, struct ctx *c)
 		c->match |= BIT(rules[i].kind);
 		if (rules[i].kind == K_SLOW_FLUSH && rules[i].ms > c->ms)
 			c->ms = rules[i].ms;
+		if (rules[i].kind == K_SLOW_WRITE && rules[i].ms > c->write_ms)
+			c->write_ms = rules[i].ms;
 	}
 	pthread_mutex_unlock(&lock);
 	errno = saved;
@@ -511,6 +516,13 @@ static ssize_t do_write(enum op op, int fd, const struct iovec *iov, int cnt,
 
 	if (!engage(fd, &c))
 		return next_write(op, fd, iov, cnt, off, flags);
+	if ((c.match & BIT(K_SLOW_WRITE)) && c.write_ms) {
+		struct timespec ts = { c.write_ms / 1000, (long)(c.write_ms % 1000) * 1000000 };
+
+		note("slow-write %s %u", c.path, c.write_ms);
+		while (nanosleep(&ts, &ts) < 0 && errno == EINTR)
+			;
+	}
 	if (c.match & BIT(K_EIO_WRITE)) {
 		note("eio-write %s", c.path);
 		errno = EIO;

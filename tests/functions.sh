@@ -529,7 +529,8 @@ s.connect(sys.argv[1])' "$2"
 #   ... kill_replagentd; faultdisk_log | grep -q "^cache $BACKING" || fail ...
 #
 # Rules (the RULE of faultdisk_set): cache, eio-flush, eio-write (also hole
-# punching and zeroing), eio-read, slow-flush ("SUBSTRING MILLISECONDS").
+# punching and zeroing), eio-read, slow-flush ("SUBSTRING MILLISECONDS"),
+# slow-write (the same: each write sleeps first, then lands).
 
 # The shim, built by make check (without sanitizers: ASan builds take it
 # with verify_asan_link_order=0, which faultdisk_env sets).
@@ -570,14 +571,15 @@ faultdisk_preload() {
 }
 
 # faultdisk_set RULE LINE...: makes RULE match the files whose path
-# contains one of the LINEs (for slow-flush: "SUBSTRING MILLISECONDS"),
+# contains one of the LINEs (for slow-flush, slow-write: "SUBSTRING
+# MILLISECONDS"),
 # replacing RULE's earlier lines; in force for every call the processes
 # start from its return on.
 faultdisk_set() {
 	local rule=$1
 	shift
 	case $rule in
-	cache | eio-flush | eio-write | eio-read | slow-flush) ;;
+	cache | eio-flush | eio-write | eio-read | slow-flush | slow-write) ;;
 	*) hard_error "faultdisk_set: unknown rule $rule" ;;
 	esac
 	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
@@ -600,7 +602,7 @@ faultdisk_clear() {
 }
 
 # faultdisk_log: the faults that fired so far, one a line ("eio-flush PATH",
-# "slow-flush PATH MS", "cache PATH" when a file's first write is held,
+# "slow-flush PATH MS", "slow-write PATH MS", "cache PATH" when a file's first write is held,
 # "cache-flush PATH BYTES" when held writes are written out, "cache-drop
 # PATH BYTES" when an exit without flush drops them ...).
 faultdisk_log() {
