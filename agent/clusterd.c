@@ -7,7 +7,13 @@
  * without a leader.  Messages arrive in the same (agreed) order on every
  * member; our own OUTDATE coming back means every member of this
  * configuration has it, which is what releases a Primary's acknowledgements
- * - and only while the partition is quorate. */
+ * - and only while the partition is quorate.
+ *
+ * Its parts: what it sends is clusterd_send.c's, what it knows of the
+ * members clusterd_nodes.c's, how a volume definition becomes a replica
+ * here clusterd_vol.c's, the promotion rules and control commands
+ * clusterd_cmd.c's; this file handles what the group delivers, membership,
+ * quorum and the corosync connection, and the engine's hooks. */
 #include "config.h"
 
 #include <errno.h>
@@ -15,327 +21,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <time.h>
 
 #include "cluster.h"
 #include "clmsg.h"
 #include "clusterd.h"
 #include "clusterd_int.h"
+#include "clusterd_nodes.h"
+#include "clusterd_send.h"
+#include "clusterd_vol.h"
 #include "clview.h"
 #include "control.h"
 #include "json.h"
 #include "log.h"
 #include "util.h"
 #include "voldb.h"
-#include "volfail.h"
 
 static void notify(struct clusterd *cd)
 {
 	if (cd->notify)
 		cd->notify(cd->notify_arg);
-}
-
-/* ---- sending ------------------------------------------------------------------ */
-
-/* Names are validated to fit before they get here; this only bounds. */
-void clusterd__copy_str(char *dst, size_t cap, const char *src)
-{
-	size_t n = strnlen(src, cap - 1);
-
-	memcpy(dst, src, n);
-	dst[n] = '\0';
-}
-
-void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m)
-{
-	uint8_t buf[CLMSG_MAX_LEN + 64];
-	ssize_t n = clmsg_encode(m, buf, sizeof(buf));
-	int r;
-
-	if (n < 0) {
-		log_err("cluster: cannot encode %s: %s", clmsg_type_name(m->type),
-			strerror((int)-n));
-		return;
-	}
-	r = cluster_send(cd->cl, buf, (size_t)n);
-	if (r < 0)
-		log_warn_errno(-r, "cluster: cannot send %s", clmsg_type_name(m->type));
-}
-
-static void send_announce(struct clusterd *cd)
-{
-	struct clmsg m = { .type = CLMSG_ANNOUNCE };
-
-	m.u.announce.nodeid = cd->nodeid;
-	clusterd__copy_str(m.u.announce.node, sizeof(m.u.announce.node), cd->cfg->node);
-	clusterd__copy_str(m.u.announce.addr, sizeof(m.u.announce.addr), cd->addr);
-	clusterd__send_msg(cd, &m);
-}
-
-static void send_role(struct clusterd *cd, struct repl_volume *vol)
-{
-	struct clmsg m = { .type = CLMSG_ROLE };
-	struct repl_volume_status st;
-
-	repl_volume_status(vol, &st);
-	clusterd__copy_str(m.u.role.volume, sizeof(m.u.role.volume), st.name);
-	clusterd__copy_str(m.u.role.node, sizeof(m.u.role.node), cd->cfg->node);
-	m.u.role.role = repl_volume_role(vol) != REPL_PRIMARY ? CLMSG_ROLE_SECONDARY :
-			repl_volume_handed_over(vol) ? CLMSG_ROLE_HANDED_OVER : CLMSG_ROLE_PRIMARY;
-	m.u.role.disk = 5;	/* GEN_DISK_UNKNOWN: informational only */
-	clusterd__send_msg(cd, &m);
-}
-
-static void send_outdate(struct clusterd *cd, const struct pending_outdate *po)
-{
-	struct clmsg m = { .type = CLMSG_OUTDATE };
-
-	snprintf(m.u.outdate.volume, sizeof(m.u.outdate.volume), "%s", po->volume);
-	snprintf(m.u.outdate.node, sizeof(m.u.outdate.node), "%s", po->node);
-	m.u.outdate.generation = po->token;
-	m.u.outdate.from = cd->nodeid;
-	clusterd__send_msg(cd, &m);
-}
-
-static void send_record(struct clusterd *cd, const char *vol, const char *node, bool outdated)
-{
-	struct clmsg m = { .type = CLMSG_OUTDATE };
-
-	clusterd__copy_str(m.u.outdate.volume, sizeof(m.u.outdate.volume), vol);
-	clusterd__copy_str(m.u.outdate.node, sizeof(m.u.outdate.node), node);
-	m.u.outdate.generation = outdated ? 1 : 0;	/* 0: "in sync again" */
-	m.u.outdate.from = cd->nodeid;
-	clusterd__send_msg(cd, &m);
-}
-
-/* What we know of the other replicas: those that missed writes (so that
- * one coming back learns it, even from a Secondary), and, from a Primary,
- * those in sync again (which clears such records everywhere). */
-static void send_records(struct clusterd *cd, struct repl_volume *vol)
-{
-	struct repl_volume_status st;
-
-	repl_volume_status(vol, &st);
-	for (unsigned i = 0; i < st.n_peers; i++) {
-		if (st.peers[i].in_sync)
-			send_record(cd, st.name, st.peers[i].node, false);
-		else if (st.peers[i].recorded_outdated)
-			send_record(cd, st.name, st.peers[i].node, true);
-	}
-}
-
-/* Everything we know, for members that may not know it. */
-static void send_state(struct clusterd *cd)
-{
-	struct clmsg m = { .type = CLMSG_VOLDEF };
-
-	send_announce(cd);
-	for (size_t i = 0; i < voldb_count(cd->db); i++) {
-		m.u.voldef = *voldb_at(cd->db, i);
-		clusterd__send_msg(cd, &m);
-	}
-	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
-		send_role(cd, v);
-		send_records(cd, v);
-	}
-	m.type = CLMSG_SYNC_DONE;
-	m.u.sync_done.nodeid = cd->nodeid;
-	clusterd__send_msg(cd, &m);
-}
-
-/* ---- nodes and primaries -------------------------------------------------------- */
-
-static struct known_node *node_by_name(struct clusterd *cd, const char *name)
-{
-	for (size_t i = 0; i < cd->n_nodes; i++)
-		if (strcmp(cd->nodes[i].node, name) == 0)
-			return &cd->nodes[i];
-	return NULL;
-}
-
-bool clusterd__is_member(const struct clusterd *cd, uint32_t nodeid)
-{
-	for (size_t i = 0; i < cd->n_members; i++)
-		if (cd->members[i] == nodeid)
-			return true;
-	return false;
-}
-
-/* Another member that says it is Primary of volume (not this node). */
-struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume)
-{
-	for (size_t i = 0; i < cd->n_primaries; i++)
-		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
-		    cd->primaries[i].nodeid != cd->nodeid)
-			return &cd->primaries[i];
-	return NULL;
-}
-
-static struct primary_rec *primary_rec(struct clusterd *cd, const char *volume,
-				       const char *node)
-{
-	for (size_t i = 0; i < cd->n_primaries; i++)
-		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
-		    strcmp(cd->primaries[i].node, node) == 0)
-			return &cd->primaries[i];
-	return NULL;
-}
-
-static void set_primary(struct clusterd *cd, const char *volume, const char *node,
-			uint32_t nodeid, bool primary)
-{
-	struct primary_rec *pr = primary_rec(cd, volume, node);
-
-	if (!primary) {
-		if (pr)
-			*pr = cd->primaries[--cd->n_primaries];
-		return;
-	}
-	if (!pr) {
-		if (cd->n_primaries == ARRAY_SIZE(cd->primaries))
-			return;
-		pr = &cd->primaries[cd->n_primaries++];
-	}
-	snprintf(pr->volume, sizeof(pr->volume), "%s", volume);
-	snprintf(pr->node, sizeof(pr->node), "%s", node);
-	pr->nodeid = nodeid;
-}
-
-/* ---- volumes ----------------------------------------------------------------------- */
-
-static bool def_has_node(const struct voldef *d, const char *node)
-{
-	for (unsigned i = 0; i < d->n_nodes; i++)
-		if (strcmp(d->nodes[i], node) == 0)
-			return true;
-	return false;
-}
-
-static void attach(struct clusterd *cd, const struct voldef *d)
-{
-	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
-	char backing[4096], meta[4096], port[8], error[512] = "";
-	struct repl_volume_config vc = {
-		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
-		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
-		/* The address the peers are told (replication-address, else
-		 * corosync's), not every interface. */
-		.listen_host = cd->addr,
-		.key_len = cd->key_len, .uuid = d->uuid,
-		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
-		.error = error, .error_len = sizeof(error),
-	};
-	int r;
-
-	snprintf(backing, sizeof(backing), "%s/%s.img", dir, d->name);
-	snprintf(meta, sizeof(meta), "%s/%s.meta", cd->cfg->state_dir, d->name);
-	snprintf(port, sizeof(port), "%u", d->port);
-	cfg_repl_tuning(cd->cfg, &vc);
-	for (unsigned i = 0; i < d->n_nodes && vc.n_peers < REPL_MAX_PEERS; i++) {
-		struct known_node *kn;
-		if (strcmp(d->nodes[i], cd->cfg->node) == 0)
-			continue;
-		kn = node_by_name(cd, d->nodes[i]);
-		vc.peers[vc.n_peers++] = (struct repl_peer_config){
-			d->nodes[i], kn ? kn->addr : NULL, port };
-	}
-	mkdir(dir, 0700);
-	r = repl_volume_add(cd->eng, &vc, NULL);
-	if (r < 0) {
-		/* Its peers see it Disconnected; status here says why. */
-		log_err("cluster: volume %s failed: %s; it is not served, the other volumes "
-			"are", d->name, error[0] ? error : strerror(-r));
-		volfail_set(cd->failed, d->name, error[0] ? error : strerror(-r));
-		return;
-	}
-	volfail_clear(cd->failed, d->name);
-	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
-	log_notice("cluster: volume %s attached (%s)", d->name, backing);
-}
-
-/* A deleted volume's files are renamed, not removed: the data stays for a
- * person to look at, and the name is free for a new volume. */
-static void set_aside(struct clusterd *cd, const char *name)
-{
-	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
-	char from[4096], to[4200];
-	long long now = (long long)time(NULL);
-
-	snprintf(from, sizeof(from), "%s/%s.img", dir, name);
-	snprintf(to, sizeof(to), "%s.deleted-%lld", from, now);
-	if (rename(from, to) == 0)
-		log_notice("cluster: volume %s deleted: its data is kept in %s", name, to);
-	snprintf(from, sizeof(from), "%s/%s.meta", cd->cfg->state_dir, name);
-	snprintf(to, sizeof(to), "%s.deleted-%lld", from, now);
-	rename(from, to);
-}
-
-/* A new version of a volume this node holds: a larger size grows the
- * replica, online (the engine logs how it goes).  A definition of another
- * volume under the same name (deleted and made again while this one could
- * not go) is not ours to apply. */
-static void grow_to_def(struct repl_volume *vol, const struct voldef *d)
-{
-	uint64_t have = repl_volume_size(vol);
-	char uuid[37], mine[37], why[160] = "", a[32], b[32];
-
-	uuid_format(d->uuid, uuid);
-	repl_volume_uuid(vol, mine);
-	if (strcmp(uuid, mine) != 0 || d->size == have)
-		return;
-	if (d->size < have) {
-		log_warn("cluster: volume %s: version %" PRIu64 " says %s, this replica has "
-			 "%s and a volume never shrinks: resize it to at least that", d->name,
-			 d->version, format_size(d->size, a, sizeof(a)),
-			 format_size(have, b, sizeof(b)));
-		return;
-	}
-	log_notice("cluster: volume %s: version %" PRIu64 " grows it to %s (%" PRIu64
-		   " bytes)", d->name, d->version, format_size(d->size, a, sizeof(a)), d->size);
-	if (repl_volume_grow(vol, d->size, why, sizeof(why)) < 0)
-		log_err("cluster: volume %s: cannot grow to %" PRIu64 " bytes: %s", d->name,
-			d->size, why);
-}
-
-static void apply_def(struct clusterd *cd, const struct voldef *d)
-{
-	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
-	bool mine = def_has_node(d, cd->cfg->node);
-
-	if (d->deleted || !mine) {
-		volfail_clear(cd->failed, d->name);
-		if (vol && repl_volume_remove(vol) < 0)
-			log_warn("cluster: volume %s is deleted but Primary or in use here: "
-				 "it goes when demoted and unused", d->name);
-		else if (d->deleted)
-			set_aside(cd, d->name);	/* also if we were down at the delete */
-		return;
-	}
-	if (vol) {
-		grow_to_def(vol, d);
-		return;
-	}
-	if (voldb_port_conflict(cd->db, d)) {
-		log_err("cluster: volume %s wants port %u, which an earlier volume uses: "
-			"delete and create it again", d->name, d->port);
-		return;
-	}
-	attach(cd, d);
-}
-
-static void apply_addresses(struct clusterd *cd, const struct known_node *kn)
-{
-	char port[8];
-
-	for (size_t i = 0; i < voldb_count(cd->db); i++) {
-		const struct voldef *d = voldb_at(cd->db, i);
-		struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
-		if (!vol || d->deleted || !def_has_node(d, kn->node))
-			continue;
-		snprintf(port, sizeof(port), "%u", d->port);
-		repl_volume_peer_address(vol, kn->node, kn->addr, port);
-	}
 }
 
 /* ---- delivery ------------------------------------------------------------------- */
@@ -345,7 +49,7 @@ static void on_sync_done(struct clusterd *cd, uint32_t nodeid);
 
 static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 {
-	struct known_node *kn = node_by_name(cd, a->node);
+	struct known_node *kn = clusterd__node_by_name(cd, a->node);
 
 	if (!kn) {
 		if (cd->n_nodes == MAX_NODES)
@@ -359,7 +63,7 @@ static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 	snprintf(kn->addr, sizeof(kn->addr), "%s", a->addr);
 	log_info("cluster: node %s (%" PRIu32 ") replicates at %s", kn->node, kn->nodeid,
 		 kn->addr);
-	apply_addresses(cd, kn);
+	clusterd__apply_addresses(cd, kn);
 	notify(cd);
 }
 
@@ -374,7 +78,7 @@ static void on_voldef(struct clusterd *cd, const struct voldef *d)
 	if (r == VOLDB_NEW || r == VOLDB_UPDATED) {
 		log_notice("cluster: volume %s %s (version %" PRIu64 ")", d->name,
 			   d->deleted ? "deleted" : "defined", d->version);
-		apply_def(cd, voldb_find(cd->db, d->name));
+		clusterd__apply_def(cd, voldb_find(cd->db, d->name));
 	}
 }
 
@@ -419,7 +123,7 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 		repl_volume_status(vol, &st);
 		for (unsigned i = 0; i < st.n_peers; i++)
 			if (st.peers[i].in_sync && strcmp(st.peers[i].node, o->node) == 0) {
-				send_record(cd, o->volume, o->node, false);
+				clusterd__send_record(cd, o->volume, o->node, false);
 				return;
 			}
 	}
@@ -469,10 +173,10 @@ static void crossed_claim(struct clusterd *cd, uint32_t from, const struct clmsg
 	const struct primary_rec *pr;
 
 	if (!vol || !d || d->deleted || from == cd->nodeid || !cd->synced ||
-	    !def_has_node(d, r->node))
+	    !clusterd__def_has_node(d, r->node))
 		return;
 	if (repl_volume_role(vol) == REPL_PRIMARY) {
-		if (primary_rec(cd, r->volume, cd->cfg->node))
+		if (clusterd__primary_rec(cd, r->volume, cd->cfg->node))
 			return;		/* ours came first: the sender steps down */
 		log_warn("cluster: %s: %s was promoted too, and its claim came first: "
 			 "stepping down", r->volume, r->node);
@@ -496,9 +200,9 @@ static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role 
 {
 	/* A handover's claim may be ordered before the old Primary's
 	 * demotion: never a crossing. */
-	if (r->role == CLMSG_ROLE_PRIMARY && !primary_rec(cd, r->volume, r->node))
+	if (r->role == CLMSG_ROLE_PRIMARY && !clusterd__primary_rec(cd, r->volume, r->node))
 		crossed_claim(cd, from, r);
-	set_primary(cd, r->volume, r->node, from, r->role != CLMSG_ROLE_SECONDARY);
+	clusterd__set_primary(cd, r->volume, r->node, from, r->role != CLMSG_ROLE_SECONDARY);
 }
 
 /* The name the group knows sender by: ours, the one it announced (checked
@@ -648,7 +352,7 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	cd->synced = false;
 	apply_quorum(cd);
 	if (cd->ready)
-		send_state(cd);
+		clusterd__send_state(cd);
 	notify(cd);
 }
 
@@ -703,7 +407,7 @@ static void apply_quorum(struct clusterd *cd)
 	 * step down: that node's peers were right to go on without it). */
 	if (effective)
 		for (struct pending_outdate *po = cd->pending; po; po = po->next)
-			send_outdate(cd, po);
+			clusterd__send_outdate(cd, po);
 }
 
 static void quorum(void *arg, bool quorate)
@@ -718,7 +422,7 @@ static void quorum(void *arg, bool quorate)
 	log_notice("cluster: partition is %s", quorate ? "quorate" : "NOT quorate");
 	apply_quorum(cd);
 	if (quorate && cd->ready)
-		send_state(cd);
+		clusterd__send_state(cd);
 	notify(cd);
 }
 
@@ -760,7 +464,7 @@ static int learn_identity(struct clusterd *cd)
 static void attach_known(struct clusterd *cd)
 {
 	for (size_t i = 0; i < voldb_count(cd->db); i++)
-		apply_def(cd, voldb_at(cd->db, i));
+		clusterd__apply_def(cd, voldb_at(cd->db, i));
 }
 
 static void connection(void *arg, bool up)
@@ -782,7 +486,7 @@ static void connection(void *arg, bool up)
 		attach_known(cd);
 	}
 	quorum(cd, cluster_quorate(cd->cl));
-	send_state(cd);
+	clusterd__send_state(cd);
 	notify(cd);
 }
 
@@ -802,7 +506,7 @@ int clusterd_hook_outdate(void *arg, struct repl_volume *vol, const char *node,
 	po->next = cd->pending;
 	cd->pending = po;
 	if (cd->ready && cd->effective)
-		send_outdate(cd, po);
+		clusterd__send_outdate(cd, po);
 	return 0;
 }
 
@@ -811,9 +515,9 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 	struct clusterd *cd = arg;
 
 	if (cd->ready) {
-		send_role(cd, vol);
+		clusterd__send_role(cd, vol);
 		if (repl_volume_role(vol) == REPL_PRIMARY)
-			send_records(cd, vol);
+			clusterd__send_records(cd, vol);
 	}
 }
 

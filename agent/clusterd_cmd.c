@@ -16,6 +16,8 @@
 #include "clmsg.h"
 #include "clusterd.h"
 #include "clusterd_int.h"
+#include "clusterd_nodes.h"
+#include "clusterd_send.h"
 #include "clview.h"
 #include "control.h"
 #include "json.h"

@@ -1,7 +1,9 @@
-/* clusterd_int.h: what the two halves of cluster mode share (clusterd.c:
- * the group, its messages, membership and quorum, the volumes it attaches;
- * clusterd_cmd.c: the promotion rules, the volume commands of the control
- * socket, the cluster view), and nobody else.  Loop thread only. */
+/* clusterd_int.h: what the files of cluster mode share (clusterd.c: the
+ * group's messages, membership and quorum; clusterd_send.c: what it
+ * sends; clusterd_nodes.c: the members it knows; clusterd_vol.c: the
+ * volumes it attaches; clusterd_cmd.c: the promotion rules, the volume
+ * commands of the control socket, the cluster view), and nobody else.
+ * Each has its own header for its functions.  Loop thread only. */
 #ifndef REPL_AGENT_CLUSTERD_INT_H
 #define REPL_AGENT_CLUSTERD_INT_H
 
@@ -73,14 +75,6 @@ struct clusterd {
 	void *notify_arg;
 };
 
-/* Copies src into dst (cap bytes), truncated, NUL-terminated: names are
- * validated to fit before they get here; this only bounds. */
-void clusterd__copy_str(char *dst, size_t cap, const char *src);
-/* Multicasts m to the group (logged if it cannot). */
-void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m);
-bool clusterd__is_member(const struct clusterd *cd, uint32_t nodeid);
-/* Another member that says it is Primary of volume (not this node). */
-struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume);
 /* The promotion rule of a mixed cluster: 0, or -EPERM and why. */
 int clusterd__mixed_rule(const struct clusterd *cd, char *why, size_t len);
 

@@ -8,7 +8,7 @@
  * only execute a struct repl_io against a file descriptor and hand it back
  * through the pool's eventfd, so ->done runs on the loop thread; except
  * when the submitter set REPL_IO_DONE_ANY_THREAD: then the worker calls
- * ->done itself (nbd_conn.c's replies, which lock what they share). */
+ * ->done itself (nbd_cmd.c's replies, which lock what they share). */
 #ifndef REPL_REPL_INT_H
 #define REPL_REPL_INT_H
 

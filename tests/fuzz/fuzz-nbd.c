@@ -1,5 +1,5 @@
-/* fuzz-nbd.c: what an NBD client sends (replication/nbd_conn.c and
- * nbd_validate.c).  The first input byte chooses:
+/* fuzz-nbd.c: what an NBD client sends (replication/nbd_conn.c, nbd_opt.c
+ * and nbd_validate.c).  The first input byte chooses:
  *   0: the rest is the client's byte stream after the server's greeting
  *      (client flags, options), fed through a socket pair into a real
  *      connection of an engine without volumes (so the option parsing,

@@ -1,0 +1,157 @@
+/* clusterd_vol.c: the group's volume definitions (voldb.c) applied to this
+ * node: a replica attached to the engine with its files and peers, grown
+ * online to a larger size, removed and its files set aside when the volume
+ * is deleted or leaves this node, and told the peers' addresses as they
+ * announce them.  Which definition wins is voldb.c's; when one arrives is
+ * clusterd.c's. */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include "cfg.h"
+#include "clusterd_int.h"
+#include "clusterd_nodes.h"
+#include "clusterd_vol.h"
+#include "log.h"
+#include "repl.h"
+#include "util.h"
+#include "voldb.h"
+#include "volfail.h"
+
+bool clusterd__def_has_node(const struct voldef *d, const char *node)
+{
+	for (unsigned i = 0; i < d->n_nodes; i++)
+		if (strcmp(d->nodes[i], node) == 0)
+			return true;
+	return false;
+}
+
+static void attach(struct clusterd *cd, const struct voldef *d)
+{
+	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
+	char backing[4096], meta[4096], port[8], error[512] = "";
+	struct repl_volume_config vc = {
+		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
+		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
+		/* The address the peers are told (replication-address, else
+		 * corosync's), not every interface. */
+		.listen_host = cd->addr,
+		.key_len = cd->key_len, .uuid = d->uuid,
+		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
+		.error = error, .error_len = sizeof(error),
+	};
+	int r;
+
+	snprintf(backing, sizeof(backing), "%s/%s.img", dir, d->name);
+	snprintf(meta, sizeof(meta), "%s/%s.meta", cd->cfg->state_dir, d->name);
+	snprintf(port, sizeof(port), "%u", d->port);
+	cfg_repl_tuning(cd->cfg, &vc);
+	for (unsigned i = 0; i < d->n_nodes && vc.n_peers < REPL_MAX_PEERS; i++) {
+		struct known_node *kn;
+		if (strcmp(d->nodes[i], cd->cfg->node) == 0)
+			continue;
+		kn = clusterd__node_by_name(cd, d->nodes[i]);
+		vc.peers[vc.n_peers++] = (struct repl_peer_config){
+			d->nodes[i], kn ? kn->addr : NULL, port };
+	}
+	mkdir(dir, 0700);
+	r = repl_volume_add(cd->eng, &vc, NULL);
+	if (r < 0) {
+		/* Its peers see it Disconnected; status here says why. */
+		log_err("cluster: volume %s failed: %s; it is not served, the other volumes "
+			"are", d->name, error[0] ? error : strerror(-r));
+		volfail_set(cd->failed, d->name, error[0] ? error : strerror(-r));
+		return;
+	}
+	volfail_clear(cd->failed, d->name);
+	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
+	log_notice("cluster: volume %s attached (%s)", d->name, backing);
+}
+
+/* A deleted volume's files are renamed, not removed: the data stays for a
+ * person to look at, and the name is free for a new volume. */
+static void set_aside(struct clusterd *cd, const char *name)
+{
+	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
+	char from[4096], to[4200];
+	long long now = (long long)time(NULL);
+
+	snprintf(from, sizeof(from), "%s/%s.img", dir, name);
+	snprintf(to, sizeof(to), "%s.deleted-%lld", from, now);
+	if (rename(from, to) == 0)
+		log_notice("cluster: volume %s deleted: its data is kept in %s", name, to);
+	snprintf(from, sizeof(from), "%s/%s.meta", cd->cfg->state_dir, name);
+	snprintf(to, sizeof(to), "%s.deleted-%lld", from, now);
+	rename(from, to);
+}
+
+/* A new version of a volume this node holds: a larger size grows the
+ * replica, online (the engine logs how it goes).  A definition of another
+ * volume under the same name (deleted and made again while this one could
+ * not go) is not ours to apply. */
+static void grow_to_def(struct repl_volume *vol, const struct voldef *d)
+{
+	uint64_t have = repl_volume_size(vol);
+	char uuid[37], mine[37], why[160] = "", a[32], b[32];
+
+	uuid_format(d->uuid, uuid);
+	repl_volume_uuid(vol, mine);
+	if (strcmp(uuid, mine) != 0 || d->size == have)
+		return;
+	if (d->size < have) {
+		log_warn("cluster: volume %s: version %" PRIu64 " says %s, this replica has "
+			 "%s and a volume never shrinks: resize it to at least that", d->name,
+			 d->version, format_size(d->size, a, sizeof(a)),
+			 format_size(have, b, sizeof(b)));
+		return;
+	}
+	log_notice("cluster: volume %s: version %" PRIu64 " grows it to %s (%" PRIu64
+		   " bytes)", d->name, d->version, format_size(d->size, a, sizeof(a)), d->size);
+	if (repl_volume_grow(vol, d->size, why, sizeof(why)) < 0)
+		log_err("cluster: volume %s: cannot grow to %" PRIu64 " bytes: %s", d->name,
+			d->size, why);
+}
+
+void clusterd__apply_def(struct clusterd *cd, const struct voldef *d)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
+	bool mine = clusterd__def_has_node(d, cd->cfg->node);
+
+	if (d->deleted || !mine) {
+		volfail_clear(cd->failed, d->name);
+		if (vol && repl_volume_remove(vol) < 0)
+			log_warn("cluster: volume %s is deleted but Primary or in use here: "
+				 "it goes when demoted and unused", d->name);
+		else if (d->deleted)
+			set_aside(cd, d->name);	/* also if we were down at the delete */
+		return;
+	}
+	if (vol) {
+		grow_to_def(vol, d);
+		return;
+	}
+	if (voldb_port_conflict(cd->db, d)) {
+		log_err("cluster: volume %s wants port %u, which an earlier volume uses: "
+			"delete and create it again", d->name, d->port);
+		return;
+	}
+	attach(cd, d);
+}
+
+void clusterd__apply_addresses(struct clusterd *cd, const struct known_node *kn)
+{
+	char port[8];
+
+	for (size_t i = 0; i < voldb_count(cd->db); i++) {
+		const struct voldef *d = voldb_at(cd->db, i);
+		struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
+		if (!vol || d->deleted || !clusterd__def_has_node(d, kn->node))
+			continue;
+		snprintf(port, sizeof(port), "%u", d->port);
+		repl_volume_peer_address(vol, kn->node, kn->addr, port);
+	}
+}
