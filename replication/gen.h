@@ -115,7 +115,10 @@ int gen_on_force_uptodate(struct gen_side *s, uint64_t new_id);
 int gen_on_promote_disconnected(struct gen_side *s, uint64_t new_id);
 /* A Primary lost its peer: the old current goes to the bitmap (or, when the
  * bitmap is already set, to the history) and a new current starts.  No-op
- * on a Secondary. */
+ * on a Secondary.  The engine calls it once the peer's outdate is
+ * confirmed (replicate.c), as DRBD makes its new current UUID only when
+ * I/O resumes after fencing: a Primary that crashed cut off before that
+ * acknowledged nothing since, and keeps the generation the others hold. */
 int gen_on_disconnect_primary(struct gen_side *s, uint64_t new_id);
 /* A connected, in-sync Secondary hears that its Primary started a new
  * current generation (a promotion with a replica away, a lost peer

@@ -1028,6 +1028,9 @@ static int on_link_authed(struct peer_link *l)
 	if (!l->p && (r = attach_accepted(l)) < 0)
 		return r;
 	plog(LOG_INFO, l->vol->name, "peer %s authenticated", l->p->node);
+	/* It holds the generation it was lost at, and may lack writes made
+	 * here since: say that we are ahead of it before comparing. */
+	repl__rep_gen_catch_up(l->p);
 	return repl__peer_send_volume(l->p);
 }
 

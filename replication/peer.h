@@ -64,6 +64,10 @@ struct peer {
 	 * confirmation covers the earlier ones (frames keep their order). */
 	unsigned outdate_waits;
 	uint64_t outdate_wait_token;
+	/* Lost while we were Primary and the outdate is not confirmed yet:
+	 * the new generation for it (drawn at the loss) waits for that
+	 * (replicate.c); 0: none waits. */
+	uint64_t gen_pending;
 	/* writes sent and not acknowledged, oldest first */
 	struct vwrite *unacked_head, *unacked_tail;
 	unsigned unacked;
@@ -162,6 +166,8 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
 /* A STATE from p confirmed our outdate notice token. */
 void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
+/* p is back before its outdate was confirmed: its new generation now. */
+void repl__rep_gen_catch_up(struct peer *p);
 /* replicate.c: called by volume.c */
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
 /* Shutting down: a peer lost now is not outdated; held writes go. */

@@ -600,6 +600,42 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 
 /* ---- losing a peer -------------------------------------------------------- */
 
+/* The lost peer p gets a new generation here (its bitmap generation is
+ * what it holds): from now on this replica's data is ahead of it. */
+static void new_gen_for(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+	struct gen_side g;
+	uint64_t id = p->gen_pending;
+
+	p->gen_pending = 0;
+	repl__peer_gen_side(vol, (int)p->idx, &g);
+	g.primary = true;
+	if (gen_on_disconnect_primary(&g, id) < 0)
+		return;
+	repl__gen_store(&sb, (int)p->idx, &g);
+	if (meta_update(vol->meta, &sb) < 0)
+		plog(LOG_ERR, vol->name, "cannot record a new generation for %s", p->node);
+	repl__peers_tell_state(vol);
+}
+
+/* The outdates are confirmed (or the wait for them timed out): the
+ * generations they deferred are made, before any held write is
+ * acknowledged. */
+static void new_gens_pending(struct repl_volume *vol)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (vol->peers[i]->gen_pending)
+			new_gen_for(vol->peers[i]);
+}
+
+void repl__rep_gen_catch_up(struct peer *p)
+{
+	if (p->gen_pending)
+		new_gen_for(p);
+}
+
 /* No confirmation is awaited any more; one that comes late is ignored. */
 static void freeze_clear(struct repl_volume *vol)
 {
@@ -618,23 +654,26 @@ static void freeze_timeout(void *arg)
 	plog(LOG_WARNING, vol->name, "other replicas did not confirm the outdate "
 	     "within %u ms: continuing on the local record alone",
 	     vol->outdate_timeout_ms);
+	new_gens_pending(vol);
 	freeze_clear(vol);
 	thaw(vol);
 }
 
 /* The peer will not see writes from now on: say so durably, here and on
- * the other connected replicas, before acknowledging anything further. */
+ * the other connected replicas, before acknowledging anything further.
+ * The new generation waits for that confirmation, as DRBD's new current
+ * UUID waits for the fence-peer handler with I/O suspended: a Primary cut
+ * off without quorum acknowledges nothing more, and if it crashes so, it
+ * comes back with the generation the others hold, its data a prefix of
+ * theirs plus writes nobody was told of (the activity log resyncs them
+ * away), not in a split brain with the Primary promoted meanwhile. */
 static void outdate_peer(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
-	struct gen_side g;
 	int r;
 
-	repl__peer_gen_side(vol, (int)p->idx, &g);
-	g.primary = true;
-	if (gen_on_disconnect_primary(&g, meta_new_gen()) == 0)
-		repl__gen_store(&sb, (int)p->idx, &g);
+	p->gen_pending = meta_new_gen();
 	sb.peers[p->idx].disk_state = META_OUTDATED;
 	r = meta_update(vol->meta, &sb);
 	if (r < 0)
@@ -664,6 +703,8 @@ static void outdate_peer(struct peer *p)
 		o->outdate_waits++;
 		o->outdate_wait_token = vol->outdate_token;
 	}
+	if (!vol->freeze)
+		new_gen_for(p);	/* nobody to confirm: at once */
 	if (vol->freeze && !vol->freeze_timer)
 		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
 				&vol->freeze_timer);
@@ -680,6 +721,9 @@ void repl__rep_close(struct repl_volume *vol)
 	repl__timer_del(vol->eng, &vol->intent_timer);
 	repl__timer_del(vol->eng, &vol->al_timer);
 	al_fail_waiting(vol);
+	/* The held writes are on this disk: a stop without the confirmation
+	 * keeps this replica ahead of the lost peer, as it is. */
+	new_gens_pending(vol);
 	freeze_clear(vol);
 	fail_frozen(vol, -ESHUTDOWN);
 }
@@ -690,8 +734,10 @@ void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
 		return;
 	plog(LOG_INFO, vol->name, "the cluster recorded the outdate (%llu)",
 	     (unsigned long long)token);
-	if (--vol->freeze == 0)
+	if (--vol->freeze == 0) {
+		new_gens_pending(vol);
 		thaw(vol);
+	}
 }
 
 /* p confirmed the notice with this token: it, and the notices sent to p
@@ -708,6 +754,7 @@ void repl__rep_outdate_confirmed(struct peer *p, uint64_t token)
 	p->outdate_waits = 0;
 	if (vol->freeze == 0) {
 		repl__timer_del(vol->eng, &vol->freeze_timer);
+		new_gens_pending(vol);
 		thaw(vol);
 	}
 }
@@ -980,6 +1027,7 @@ void repl__volume_start_over(struct repl_volume *vol, const char *why)
 		plog(LOG_ERR, vol->name, "cannot record that this replica starts over");
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		vol->peers[i]->took_primary = false;
+		vol->peers[i]->gen_pending = 0;	/* blank now */
 		if (vol->peers[i]->conn != PC_IDLE)
 			repl__peer_drop(vol->peers[i], why);
 		repl__peer_retry(vol->peers[i]);

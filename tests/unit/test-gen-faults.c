@@ -7,14 +7,17 @@
  * acknowledged write it has (one Primary at a time writes, so every
  * replica holds a prefix of one history).  The engine's generation steps
  * are played through the real gen.c functions: gen_decide() at every
- * handshake, gen_on_disconnect_primary() when a Primary loses a peer,
+ * handshake, gen_on_disconnect_primary() when a Primary loses a peer (once
+ * the outdate is confirmed: never for a Primary cut off without quorum),
  * gen_on_primary_moved() for its connected Secondaries,
  * gen_on_sync_source_start() / gen_on_resync_done() around a resync; the
  * few steps the engine does inline are mirrored here, each with the file
  * it comes from.  The faults (a table) are the ones a user meets: kill -9
  * the Primary and promote a survivor (the dead one restarted at once, or
  * left away), kill -9 or SIGTERM a Secondary (restarted at once, or left
- * away), restart a replica that is away.  After every step the Primary
+ * away), restart a replica that is away, a Primary cut off without quorum
+ * (a survivor promoted) that crashes before it hears of that and rejoins
+ * (issue 13's split brains of the simulator).  After every step the Primary
  * writes.  Checked at every handshake:
  *   - never split brain or unrelated data: no two Primaries ever wrote;
  *   - a resync never goes from a replica that lacks an acknowledged write
@@ -287,6 +290,17 @@ static void outdate(struct world *w, unsigned p, unsigned j)
 	followers_follow(w, p);
 }
 
+/* The Primary p lost the link to j and the outdate is not confirmed
+ * (cut off without quorum): nothing is acknowledged from now on, and the
+ * new generation waits for the confirmation (replicate.c outdate_peer,
+ * new_gen_for), which a crash forestalls: nothing changes here. */
+static void outdate_unconfirmed(struct world *w, unsigned p, unsigned j)
+{
+	(void)w;
+	(void)p;
+	(void)j;
+}
+
 /* Replica i goes away (crash or clean stop). */
 static void go_down(struct world *w, unsigned i, bool crash)
 {
@@ -379,12 +393,14 @@ enum fault_kind {
 	F_KILL_SEC_AWAY,	/* kill -9 Secondary x; it stays away */
 	F_STOP_SEC_AWAY,	/* SIGTERM Secondary x; it stays away */
 	F_RESTART,		/* restart x, which is away */
+	F_CUTOFF,		/* cut the Primary off, promote x, the cut-off
+				 * one crashes, restarts, rejoins */
 	F_KINDS
 };
 
 static const char *const fault_names[F_KINDS] = {
 	"failover-to", "failover-away-to", "kill-restart", "stop-restart",
-	"kill", "stop", "restart",
+	"kill", "stop", "restart", "cutoff-crash-to",
 };
 
 /* A survivor may be promoted: up, UpToDate and in sync with the Primary
@@ -426,6 +442,28 @@ static bool apply(struct world *w, enum fault_kind k, unsigned x)
 		if (w->r[x].up)
 			return false;
 		come_back(w, x);
+		return true;
+	case F_CUTOFF:
+		if (p < 0 || !may_promote(w, p, x))
+			return false;
+		/* The cut: the Primary loses every link without quorum (its
+		 * writes wait for the outdates, which never come), the
+		 * others lose their Primary; it crashes before it hears of
+		 * the promotion (a cut-off Primary that hears of it steps
+		 * down and starts over blank: replicate.c). */
+		for (unsigned j = 0; j < N; j++) {
+			if (j == (unsigned)p || !w->r[j].up)
+				continue;
+			bool was_linked = in_sync(w, (unsigned)p, j);
+			unlink_pair(w, (unsigned)p, j);
+			w->r[j].lost_primary = true;
+			if (was_linked)
+				outdate_unconfirmed(w, (unsigned)p, j);
+		}
+		go_down(w, (unsigned)p, true);
+		promote(w, x);
+		primary_writes(w);
+		come_back(w, (unsigned)p);
 		return true;
 	default:
 		return false;
