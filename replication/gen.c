@@ -148,13 +148,11 @@ static bool in_history(uint64_t id, const struct gen_side *s)
  * among the other's. */
 static bool share_ancestor(const struct gen_side *a, const struct gen_side *b)
 {
-	const uint64_t x[] = { a->bitmap, a->history[0], a->history[1] };
-	const uint64_t y[] = { b->bitmap, b->history[0], b->history[1] };
-
-	for (unsigned i = 0; i < ARRAY_SIZE(x); i++)
-		for (unsigned j = 0; j < ARRAY_SIZE(y); j++)
-			if (x[i] && x[i] == y[j])
-				return true;
+	if (a->bitmap && (a->bitmap == b->bitmap || in_history(a->bitmap, b)))
+		return true;
+	for (unsigned i = 0; i < GEN_HISTORY; i++)
+		if (a->history[i] && (a->history[i] == b->bitmap || in_history(a->history[i], b)))
+			return true;
 	return false;
 }
 

@@ -27,7 +27,13 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#define GEN_HISTORY 2
+/* Older generations kept, newest first.  Each generation change a replica
+ * away missed (a lost peer, a promotion with one away) pushes one: with 2,
+ * a replica away across three of them (tests/sim.sh seeds 540, 845, 4625)
+ * found no common generation with the others and stayed StandAlone; 8
+ * outlasts any fault sequence the simulator and test-gen-faults play.
+ * The metadata (meta.h) and the VOLUME message (wire.h) carry as many. */
+#define GEN_HISTORY 8
 
 /* Disk states, in DRBD's order of "goodness" (UNKNOWN is only for a peer's
  * disk that we cannot see). */
@@ -131,7 +137,10 @@ int gen_on_primary_moved(struct gen_side *s, uint64_t primary_current);
 /* Resync start.  The source makes sure it has a bitmap generation (new_id
  * if it had none) and sends it as *sync_id; the target adopts it as its
  * current and becomes Inconsistent, so an interrupted resync resumes as a
- * bitmap resync (target current == source bitmap). */
+ * bitmap resync (target current == source bitmap).  (The engine's targets
+ * adopt no sync id: they take the source's generations at the end, so
+ * resync.c does not call gen_on_sync_source_start(): its fresh id would
+ * only push an ancestor out of the history.) */
 int gen_on_sync_source_start(struct gen_side *s, uint64_t new_id, uint64_t *sync_id);
 int gen_on_sync_target_start(struct gen_side *s, uint64_t sync_id);
 /* Resync finished, on the source: the bitmap generation moves to the

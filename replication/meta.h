@@ -45,6 +45,9 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* Older generations kept (gen.h GEN_HISTORY): 2 at their old place, the
+ * others in what older versions left zero (meta.c). */
+#define META_GEN_HISTORY 8
 #define META_MAX_PEERS 2
 /* Bitmaps: one per peer slot, then the write-intent bitmap (the activity
  * log): regions a Primary may be writing, set durably before the write and
@@ -96,7 +99,7 @@ struct meta_super {
 	uint8_t role;			/* enum meta_role */
 	uint8_t disk_state;		/* enum meta_disk_state */
 	uint32_t flags;			/* META_F_* */
-	uint64_t gen_current, gen_bitmap, gen_history[2];
+	uint64_t gen_current, gen_bitmap, gen_history[META_GEN_HISTORY];
 	struct meta_peer peers[META_MAX_PEERS];
 	uint64_t seq;			/* maintained by meta.c; ignored on input */
 };

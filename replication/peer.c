@@ -35,6 +35,10 @@
 #include "util.h"
 #include "wire.h"
 
+/* The generations copied between metadata, gen.c and the wire. */
+_Static_assert(GEN_HISTORY == META_GEN_HISTORY && GEN_HISTORY == WIRE_GEN_HISTORY,
+	       "history depths differ");
+
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 10000
 #define RS_SEQ_BIT (UINT64_C(1) << 63)
@@ -71,8 +75,7 @@ void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side
 	memset(g, 0, sizeof(*g));
 	g->current = sb->gen_current;
 	g->bitmap = idx >= 0 ? sb->peers[idx].bitmap_gen : 0;
-	g->history[0] = sb->gen_history[0];
-	g->history[1] = sb->gen_history[1];
+	memcpy(g->history, sb->gen_history, sizeof(g->history));
 	g->disk_state = vol->disk_state;
 	g->primary = vol->role == REPL_PRIMARY;
 	g->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
@@ -259,8 +262,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->size = vol->size;
 	v->current = sb->gen_current;
 	v->bitmap = sb->peers[p->idx].bitmap_gen;
-	v->history[0] = sb->gen_history[0];
-	v->history[1] = sb->gen_history[1];
+	memcpy(v->history, sb->gen_history, sizeof(v->history));
 	v->dirty = meta_bits_count(vol->meta, p->idx);
 	v->node_id = node_id_of(vol, vol->node);
 	v->region_size = 1u << sb->region_shift;
@@ -550,9 +552,9 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	repl__peer_gen_side(vol, (int)p->idx, &local);
-	peer = (struct gen_side){ v->current, v->bitmap, { v->history[0], v->history[1] },
-				  v->disk, v->role == REPL_PRIMARY, v->crashed_primary,
-				  v->node_id };
+	peer = (struct gen_side){ v->current, v->bitmap, { 0 }, v->disk,
+				  v->role == REPL_PRIMARY, v->crashed_primary, v->node_id };
+	memcpy(peer.history, v->history, sizeof(peer.history));
 	peer_from_volume(p, v);
 	p->resynced_us = false;
 	if (peer.primary && p->lost_crossing) {

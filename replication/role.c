@@ -138,7 +138,8 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 		 * connected ones follow (STATE); the old current stays in the
 		 * history. */
 		if (g.current) {
-			g.history[1] = g.history[0];
+			memmove(&g.history[1], &g.history[0],
+				sizeof(g.history) - sizeof(g.history[0]));
 			g.history[0] = g.current;
 		}
 		g.current = meta_new_gen();

@@ -285,7 +285,8 @@ static void take_role(struct repl_volume *vol, struct peer *p, const struct wire
 
 	if (h->current && h->current != sb.gen_current) {
 		if (sb.gen_current) {
-			sb.gen_history[1] = sb.gen_history[0];
+			memmove(&sb.gen_history[1], &sb.gen_history[0],
+				sizeof(sb.gen_history) - sizeof(sb.gen_history[0]));
 			sb.gen_history[0] = sb.gen_current;
 		}
 		sb.gen_current = h->current;

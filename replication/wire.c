@@ -9,12 +9,13 @@
  *   AUTH       224  0 hmac-sha256[32]   32 names[192], masked (wire.h;
  *                   unmasked: initiator[64] acceptor[64] resource[64])
  *   AUTH_OK      0
- *   VOLUME     144  0 uuid[16]   16 name[64]   80 u64 size   88 u64 current
+ *   VOLUME     192  0 uuid[16]   16 name[64]   80 u64 size   88 u64 current
  *                   96 u64 bitmap   104 u64 history[0]   112 u64 history[1]
  *                   120 u64 dirty   128 u32 node_id   132 u32 region_size
  *                   136 u8 disk   137 u8 role   138 u8 flags (bit 0:
  *                   crashed primary, bit 1: has a Primary connected)
  *                   139 u8 peer_disk   140 res[4]
+ *                   144 u64 history[2..7] (since version 4)
  *   WRITE    16+len 0 u64 offset   8 u32 len   12 u32 flags   16 data[len]
  *   RS_DATA  16+len same as WRITE, flags 0
  *   WRITE_ACK   16  0 u64 seq   8 u32 error   12 res[4]
@@ -303,6 +304,8 @@ static void enc_volume(const struct wire_msg *m, uint8_t *p)
 	put64(p + 96, v->bitmap);
 	put64(p + 104, v->history[0]);
 	put64(p + 112, v->history[1]);
+	for (unsigned i = 2; i < WIRE_GEN_HISTORY; i++)
+		put64(p + 144 + (i - 2) * 8, v->history[i]);
 	put64(p + 120, v->dirty);
 	put32(p + 128, v->node_id);
 	put32(p + 132, v->region_size);
@@ -442,6 +445,8 @@ static int dec_volume(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	v->bitmap = get64(p + 96);
 	v->history[0] = get64(p + 104);
 	v->history[1] = get64(p + 112);
+	for (unsigned i = 2; i < WIRE_GEN_HISTORY; i++)
+		v->history[i] = get64(p + 144 + (i - 2) * 8);
 	v->dirty = get64(p + 120);
 	v->node_id = get32(p + 128);
 	v->region_size = get32(p + 132);

@@ -7,7 +7,7 @@
  *
  *   offset size field
  *      0    4  magic        0x52504c57 ("RPLW")
- *      4    2  version      WIRE_VERSION (2)
+ *      4    2  version      WIRE_VERSION (4)
  *      6    2  type         enum wire_type
  *      8    4  length       payload bytes, within the type's [min, max]
  *     12    4  flags        none defined yet: must be 0
@@ -35,8 +35,9 @@
 #define WIRE_MAGIC 0x52504c57u
 /* 2: STATE carries a token that ties an outdate confirmation to its
  * notice.  3: no names in HELLO; they travel masked inside AUTH (below).
+ * 4: VOLUME carries 8 history generations, not 2 (gen.h GEN_HISTORY).
  * A peer of another version is refused at its first frame. */
-#define WIRE_VERSION 3
+#define WIRE_VERSION 4
 #define WIRE_HDR_LEN 32
 #define WIRE_DATA_MAX (4u << 20)	/* data bytes in WRITE / RS_DATA */
 #define WIRE_DATA_FIXED 16		/* their fixed part before the data */
@@ -45,7 +46,8 @@
 #define WIRE_MAC_LEN 32
 #define WIRE_UUID_LEN 16
 #define WIRE_HELLO_LEN 16
-#define WIRE_VOLUME_LEN 144
+#define WIRE_GEN_HISTORY 8
+#define WIRE_VOLUME_LEN 192
 /* The names a handshake binds (struct wire_names), and AUTH: proof, then
  * those names masked. */
 #define WIRE_NAMES_LEN (3 * WIRE_NAME_MAX)
@@ -132,7 +134,7 @@ struct wire_volume {
 	uint8_t uuid[WIRE_UUID_LEN];
 	char name[WIRE_NAME_MAX];
 	uint64_t size;			/* bytes */
-	uint64_t current, bitmap, history[2];	/* generations (gen.h) */
+	uint64_t current, bitmap, history[WIRE_GEN_HISTORY];	/* generations (gen.h) */
 	uint64_t dirty;			/* regions set in the sender's bitmap */
 	uint32_t node_id;
 	uint32_t region_size;		/* bytes per bitmap bit, power of two */

@@ -35,7 +35,8 @@ then:
               later confirms the notice (echoing its token) and prints
               "confirmed": ok if the link is still up then
 
-Speaks wire version 3 (the names only inside AUTH).
+Speaks wire version 4 (the names only inside AUTH, 8 history generations
+in VOLUME).
 
 Prints one line per scenario: "ok NAME: how the daemon ended the
 connection" (closed, reset, or still open when we gave up: the daemon
@@ -54,7 +55,7 @@ import sys
 import time
 
 WIRE_MAGIC = 0x52504C57
-WIRE_VERSION = 3
+WIRE_VERSION = 4
 HELLO = 1
 WRITE = 6
 HDR_LEN = 32
@@ -65,7 +66,7 @@ DATA_MAX = 4 << 20
 
 CHALLENGE, AUTH, AUTH_OK, VOLUME = 2, 3, 4, 5
 WRITE_ACK, STATE, PING, PING_ACK, BYE = 7, 15, 16, 17, 18
-VOLUME_LEN = 144
+VOLUME_LEN = 192
 
 
 def _crc32c_table():

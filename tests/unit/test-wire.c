@@ -53,7 +53,8 @@ static size_t samples(struct wire_msg *out)
 	m.u.volume = (struct wire_volume){
 		.uuid = { 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16 },
 		.size = 10ull << 30, .current = 0x1122334455667788ull, .bitmap = 2,
-		.history = { 3, 0xfedcba9876543210ull }, .dirty = 12345, .node_id = 7,
+		.history = { 3, 0xfedcba9876543210ull, 5, 6, 7, 8, 9, 0x0102030405060708ull },
+		.dirty = 12345, .node_id = 7,
 		.region_size = 1u << 20, .disk = GEN_DISK_UPTODATE, .role = 1,
 		.crashed_primary = true, .peer_disk = GEN_DISK_UNKNOWN, .has_primary = true,
 	};
@@ -157,7 +158,7 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		return memcmp(x->uuid, y->uuid, WIRE_UUID_LEN) == 0 &&
 		       strcmp(x->name, y->name) == 0 && x->size == y->size &&
 		       x->current == y->current && x->bitmap == y->bitmap &&
-		       x->history[0] == y->history[0] && x->history[1] == y->history[1] &&
+		       memcmp(x->history, y->history, sizeof(x->history)) == 0 &&
 		       x->dirty == y->dirty && x->node_id == y->node_id &&
 		       x->region_size == y->region_size && x->disk == y->disk &&
 		       x->role == y->role && x->crashed_primary == y->crashed_primary &&
@@ -481,7 +482,8 @@ static void test_rejects(void)
 	reject("version 0", &ping, 5, 0, -EPROTONOSUPPORT);
 	reject("version 1 (before the outdate token)", &ping, 5, 1, -EPROTONOSUPPORT);
 	reject("version 2 (names in HELLO)", &ping, 5, 2, -EPROTONOSUPPORT);
-	reject("version 4", &ping, 5, 4, -EPROTONOSUPPORT);
+	reject("version 3 (2 history generations in VOLUME)", &ping, 5, 3, -EPROTONOSUPPORT);
+	reject("version 5", &ping, 5, 5, -EPROTONOSUPPORT);
 	reject("type 0", &ping, 7, 0, -EPROTO);
 	reject("type past the end", &ping, 7, WIRE_TYPE_COUNT, -EPROTO);
 	reject("type high byte", &ping, 6, 1, -EPROTO);
