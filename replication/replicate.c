@@ -25,6 +25,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "sys.h"
 #include "util.h"
 
 /* ---- bitmap flushes: one at a time, numbered ------------------------------- */
@@ -631,6 +632,14 @@ static void outdate_peer(struct peer *p)
 	struct gen_side g;
 	int r;
 
+	/* Our data first: the peer holds every write acknowledged until now,
+	 * durable here or not; a record of it Outdated lets a crashed
+	 * Primary be promoted without asking it (role.c), so nothing it
+	 * holds may be lost with our power after the record.  Rare enough to
+	 * wait for here, as promotion does. */
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
+		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing before "
+			   "recording %s Outdated", p->node);
 	repl__peer_gen_side(vol, (int)p->idx, &g);
 	g.primary = true;
 	if (gen_on_disconnect_primary(&g, meta_new_gen()) == 0)
