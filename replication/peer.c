@@ -635,6 +635,13 @@ static void on_volume(struct peer *p, const struct wire_volume *v)
 		return;
 	}
 	repl__rep_peer_up(p, gv.decision);
+	/* Same generation (rule 4), yet as Primary we recorded regions the
+	 * peer may lack: it took this generation from a Secondary that had
+	 * followed us only so far (rules 40, 10: a resync between
+	 * Secondaries while we were cut off from both), or lost what it had
+	 * not flushed.  Our data is the reference: those regions go to it. */
+	if (local.primary && gv.decision == GEN_NO_SYNC && meta_bits_count(vol->meta, p->idx))
+		repl__rs_start_source(p, false);
 	repl__cbt_peer_up(p);
 	if (peer.primary)
 		stop_secondary_resyncs(vol, p);

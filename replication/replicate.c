@@ -25,6 +25,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "sys.h"
 #include "util.h"
 
 /* ---- bitmap flushes: one at a time, numbered ------------------------------- */
@@ -673,6 +674,14 @@ static void outdate_peer(struct peer *p)
 	struct meta_super sb = *meta_get(vol->meta);
 	int r;
 
+	/* Our data first: the peer holds every write acknowledged until now,
+	 * durable here or not; a record of it Outdated lets a crashed
+	 * Primary be promoted without asking it (role.c), so nothing it
+	 * holds may be lost with our power after the record.  Rare enough to
+	 * wait for here, as promotion does. */
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
+		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing before "
+			   "recording %s Outdated", p->node);
 	p->gen_pending = meta_new_gen();
 	sb.peers[p->idx].disk_state = META_OUTDATED;
 	r = meta_update(vol->meta, &sb);

@@ -153,7 +153,9 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
  * this replica acknowledged and lost with its power (plain writes are
  * acknowledged before they are flushed, on both sides): one not recorded
  * Outdated here that is away, or connected, UpToDate and not crashed
- * itself.  NULL when there is none.  Promoting this replica would make
+ * itself (one recorded Outdated holds nothing we could have lost: our
+ * data was flushed before the record, replicate.c).  NULL when there is
+ * none.  Promoting this replica would make
  * its older data the reference (gen.c rule 5a) and outdate that peer;
  * the cluster promotes the peer instead, and this replica resyncs from
  * it (rule 5; fully, as the peer cannot know which regions it wrote). */
