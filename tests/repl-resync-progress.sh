@@ -45,8 +45,16 @@ for _ in $(seq 40); do
 	[ "$got" -ge "$last_done" ] || fail "resync done went back from $last_done to $got"
 	[ "$got" -gt "$last_done" ] && [ "$last_done" -ge 0 ] && rose=1
 	last_done=$got
-	grep -q -E '^  b +SyncSource .*resync [0-9]+% at [0-9.]+ ?[KMG]?i?B/s' <<<"$txt" ||
+	if ! grep -q -E '^  b +SyncSource .*resync [0-9]+% at [0-9.]+ ?[KMG]?i?B/s' <<<"$txt"; then
+		# The resync may have ended between the two samples (the last
+		# JSON one at 93% and ETA 0 under ASan in CI): only if it still
+		# runs after the text was taken is the text wrong.
+		if ! status_value a "$RS" | grep -q True; then
+			samples=$((samples - 1))
+			break
+		fi
 		fail "status text does not show the resync's progress and rate: $txt"
+	fi
 	if [ "$got" -gt 0 ]; then
 		# Near the limit (2 MiB/s), whatever the unit the CLI picks.
 		[ "$rate" -ge $((512 << 10)) ] && [ "$rate" -le $((4 << 20)) ] ||
