@@ -24,8 +24,7 @@ start_in_sync a b c
 
 faultdisk_set slow-write "${NODE_BACKING[b]} 8000"
 # Not acknowledged (b answers after 8 s, a dies before): it ends when a does.
-(timeout "$QIO_TIMEOUT" qemu-io -f raw -t unsafe -c "write -P 0x62 0 64k" -c abort \
-	"${NODE_NBD_URI[a]}") >/dev/null 2>&1 &
+qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x62 0 64k" &
 track_pid $!
 for ((i = 0; i < 100; i++)); do
 	faultdisk_log | grep -q "^slow-write ${NODE_BACKING[b]}" &&
