@@ -1180,6 +1180,19 @@ stop_node() {
 		fail "node $1 exited with status $REPLAGENTD_STATUS after SIGTERM"
 }
 
+# relay_route FROM TO: rewrites FROM's configuration so that FROM reaches
+# TO at 127.0.0.1:RELAY_PORT (a free port, for a relay such as tests/mitm);
+# TO still listens at its own address, whose port is RELAY_TARGET_PORT.
+relay_route() {
+	local real=${NODE_ADDR[$2]}
+	RELAY_PORT=$(free_port)
+	RELAY_TARGET_PORT=${real##*:}
+	NODE_ADDR[$2]=127.0.0.1:$RELAY_PORT
+	write_node_config "$1" "${NODE_CONF[$1]}" "$CLUSTER_KEY" "$CLUSTER_VOL" "$CLUSTER_SIZE" \
+		"${NODE_BACKING[$1]}"
+	NODE_ADDR[$2]=$real
+}
+
 # kill_node NODE: SIGKILL (a crash).
 kill_node() { kill_replagentd "$1"; }
 

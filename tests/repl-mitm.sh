@@ -22,18 +22,13 @@ INJECT_OFF=$((8 << 20))
 OFF=$((1 << 20))
 
 run_mode() {
-	local mode=$1 real mport mlog pid
+	local mode=$1 mlog pid
 	log "==== $mode"
 	cluster_config -t 3 a b
 	# a reaches b through the relay; b listens where it always does.
-	real=${NODE_ADDR[b]}
-	mport=$(free_port)
-	NODE_ADDR[b]=127.0.0.1:$mport
-	write_node_config a "${NODE_CONF[a]}" "$CLUSTER_KEY" "$CLUSTER_VOL" "$CLUSTER_SIZE" \
-		"${NODE_BACKING[a]}"
-	NODE_ADDR[b]=$real
+	relay_route a b
 	mlog=$TESTDIR/mitm-$mode.log
-	"$MITM" "$mport" 127.0.0.1 "${real##*:}" "$mode" "$INJECT_OFF" >"$mlog" 2>&1 &
+	"$MITM" "$RELAY_PORT" 127.0.0.1 "$RELAY_TARGET_PORT" "$mode" "$INJECT_OFF" >"$mlog" 2>&1 &
 	pid=$!
 	track_pid "$pid"
 	start_in_sync a b

@@ -27,17 +27,12 @@ healthy() {
 
 cluster_config -t 3 a b c
 # b (it initiates the b-c link: the smaller name) reaches c through the relay.
-real=${NODE_ADDR[c]}
-mport=$(free_port)
-NODE_ADDR[c]=127.0.0.1:$mport
-write_node_config b "${NODE_CONF[b]}" "$CLUSTER_KEY" "$CLUSTER_VOL" "$CLUSTER_SIZE" \
-	"${NODE_BACKING[b]}"
-NODE_ADDR[c]=$real
+relay_route b c
 mlog=$TESTDIR/mitm.log
 
 # start_relay MODE: the relay from b to c, in MODE.
 start_relay() {
-	"$MITM" "$mport" 127.0.0.1 "${real##*:}" "$1" 0 >>"$mlog" 2>&1 &
+	"$MITM" "$RELAY_PORT" 127.0.0.1 "$RELAY_TARGET_PORT" "$1" 0 >>"$mlog" 2>&1 &
 	MITM_PID=$!
 	track_pid "$MITM_PID"
 }
