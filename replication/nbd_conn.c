@@ -30,7 +30,7 @@
  * --handshake-limit is the same 10 s); at most HANDSHAKES_MAX clients are
  * in the handshake at once, HANDSHAKES_PER_SOURCE of them from one source
  * (a pid on the Unix socket, an address over TCP), and one more pushes out
- * another (of its source first, see victim_rank): first a client that
+ * another (of its source first, see drop_order): first a client that
  * does not read its replies, then one that never sent an option, then the
  * one idle longest.  A real client sends its options one after the other
  * and reads the answers, so a flood pushes out its own connections.  A client that does not read its option
