@@ -452,14 +452,20 @@ tcp_listening() {
 }
 
 # free_port: print a TCP port on 127.0.0.1 that nothing listens on right now
-# (callers retry if the daemon then fails to bind: see start_replagentd_tcp).
+# and that this test has not handed out before (two nodes of one
+# configuration got the same random port once in CI: the daemon refuses
+# such a file; $TESTDIR/ports remembers them, as the calls run in
+# subshells); callers retry if the daemon then fails to bind: see
+# start_replagentd_tcp.
 free_port() {
 	local p i
 	for i in $(seq 1 50); do
 		p=$((20000 + RANDOM % 20000))
+		grep -qx "$p" "$TESTDIR/ports" 2>/dev/null && continue
 		tcp_listening "$p" && continue
 		if "$PYTHON" -c 'import socket,sys
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null; then
+			echo "$p" >>"$TESTDIR/ports"
 			echo "$p"
 			return 0
 		fi
