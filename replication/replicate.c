@@ -249,6 +249,7 @@ static void thaw(struct repl_volume *vol)
 }
 
 static void local_unblock(struct repl_volume *vol);
+static void apply_unblock(struct repl_volume *vol);
 
 static void local_done(struct repl_io *io)
 {
@@ -261,6 +262,7 @@ static void local_done(struct repl_io *io)
 	w->local_pending = false;
 	vwrite_put(w);
 	local_unblock(vol);
+	apply_unblock(vol);	/* after a step-down, data may wait for it (blocked()) */
 }
 
 static void unacked_unlink(struct peer *p, struct vwrite *w)
@@ -839,6 +841,16 @@ static bool overlaps(const struct repl_io *a, const struct repl_io *b)
 
 static bool blocked(struct repl_volume *vol, const struct sapply *a, const struct sapply *upto)
 {
+	/* A Primary that stepped down (repl_volume_step_down()) failed its
+	 * writes in flight, but those already running still reach the
+	 * store: the new Primary's data for their range (its resync, its
+	 * writes) lands after them, or theirs would stay here, where no
+	 * bitmap knows of it (sim seed 4232).  They end by themselves. */
+	if (vol->role != REPL_PRIMARY)
+		for (const struct vwrite *o = vol->writes; o; o = o->vnext)
+			if (o->local_busy && io_changes_data(o->local.op) &&
+			    overlaps(&o->local, &a->io))
+				return true;
 	for (struct sapply *s = vol->applying; s; s = s->next)
 		if (overlaps(&s->io, &a->io))
 			return true;

@@ -125,10 +125,21 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 	return -11;
 }
 
+static void clear_outdated(void);
+
+/* replagentd's Primary says which replicas are in sync again whenever its
+ * state changes (clusterd_hook_changed(), "in sync again" records), not
+ * at the next tick: a resync that ends just before the Primary crashes
+ * must not leave the cluster recording its target Outdated, which holds
+ * every write the crashed Primary acknowledged and is the only replica
+ * that may be promoted then. */
 static void hook_changed(void *arg, struct repl_volume *vol)
 {
-	(void)arg;
+	struct node *n = arg;
+
 	(void)vol;
+	if (n->id == cm_primary)
+		clear_outdated();
 }
 
 static int hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,

@@ -113,6 +113,13 @@ static struct vfile *file_new(int node, const char *path, bool dir)
 
 	if (!f || !(f->path = strdup(path)))
 		exit(2);
+	/* Never NULL, not even empty: copying a file of size 0 (a flush or a
+	 * power loss of a file nothing was written to) passes its buffers to
+	 * memcpy, which must not get NULL even for 0 bytes (UBSan). */
+	f->cache = calloc(1, 1);
+	f->durable = calloc(1, 1);
+	if (!f->cache || !f->durable)
+		exit(2);
 	f->node = node;
 	f->dir = dir;
 	f->pend_tail = &f->pend;
