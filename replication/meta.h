@@ -16,7 +16,7 @@
  *            last bitmap is the write-intent bitmap, META_INTENT)
  *
  * A bitmap is a run of 4096-byte pages, each 511 64-bit words of bits, its
- * page number and a CRC32C (meta.c has the layout); bitmap_stride is
+ * page number and a CRC32C (meta_format.c has the layout); bitmap_stride is
  * DIV_ROUND_UP(DIV_ROUND_UP(regions, 64), 511) pages, with regions =
  * DIV_ROUND_UP(size, 1 << region_shift).  Bit b of the 64-bit word w (word
  * w % 511 of page w / 511) covers region 64 * w + b; bits past the last
@@ -25,7 +25,8 @@
  * bitmap makes a resync larger, never one that skips a region.  Format
  * version 2 (bare pages of 512 words) is read and upgraded in place.
  * Each slot holds magic "REPLMETA", version, seq and a CRC32C in
- * its last 4 bytes over the rest of the slot; see meta.c for every field.
+ * its last 4 bytes over the rest of the slot; see meta_format.c for every
+ * field.
  * An update writes the slot not holding the current superblock with seq + 1
  * and fdatasyncs; open takes the valid slot with the highest seq.  The file
  * size changes only by meta_grow(), which replaces the whole file at once.
@@ -46,7 +47,7 @@
 #include <stdint.h>
 
 /* Older generations kept (gen.h GEN_HISTORY): 2 at their old place, the
- * others in what older versions left zero (meta.c). */
+ * others in what older versions left zero (meta_format.c). */
 #define META_GEN_HISTORY 8
 #define META_MAX_PEERS 2
 /* Bitmaps: one per peer slot, then the write-intent bitmap (the activity

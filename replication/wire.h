@@ -1,5 +1,6 @@
-/* wire.h: the replication wire format between replicas (wire.c), and its
- * mutual authentication handshake (wire_auth.c, wire_names.c).
+/* wire.h: the replication wire format between replicas (wire.c, the
+ * frames; wire_payload.c, what each type carries), and its mutual
+ * authentication handshake (wire_auth.c, wire_names.c, wire_key.c).
  *
  * Pure encode/decode over byte buffers: no sockets, no allocation.  Every
  * frame is a 32-byte header followed by `length` payload bytes; all integers
@@ -18,9 +19,9 @@
  * A receiver reads the 32 header bytes, wire_hdr_decode()s them (magic,
  * version, header CRC, type, flags and the length bounds, all before any
  * payload byte is looked at), then reads exactly `length` more bytes and
- * wire_decode_payload()s them.  Payload layouts are in wire.c.  Decoders are
- * strict: reserved bytes must be zero and strings zero-padded, so a frame
- * that decodes re-encodes to the same bytes.
+ * wire_decode_payload()s them.  Payload layouts are in wire_payload.c.
+ * Decoders are strict: reserved bytes must be zero and strings
+ * zero-padded, so a frame that decodes re-encodes to the same bytes.
  *
  * The CRCs catch corruption, not attackers: the handshake authenticates the
  * peer (HMAC-SHA256 over a shared key), not the frames that follow it. */

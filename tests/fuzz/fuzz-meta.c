@@ -14,7 +14,7 @@
 #include "meta.h"
 #include "util.h"
 
-#define SLOT_CRC (META_SLOT_SIZE - 4)	/* meta.c: the CRC ends the slot */
+#define SLOT_CRC (META_SLOT_SIZE - 4)	/* meta_format.c: the CRC ends the slot */
 
 static void open_file(const char *path, const uint8_t *data, size_t size)
 {

@@ -154,7 +154,7 @@ static void patch_slot(unsigned slot, size_t off, const void *val, size_t len)
 	CHECK(raw_rw(true, s, sizeof(s), (off_t)slot * META_SLOT_SIZE) == 0);
 }
 
-/* Bitmap page layout (meta.c): 511 words, page number, CRC32C. */
+/* Bitmap page layout (meta_format.c): 511 words, page number, CRC32C. */
 #define PAGE_WORDS 511u
 #define PAGE_NUM_OFF 4088
 #define PAGE_CRC_OFF 4092
@@ -840,10 +840,10 @@ static void test_upgrade(void)
 }
 
 /* The history beyond its first two generations lives in bytes that
- * builds before it wrote as zeros and never read (meta.c): a file written
- * by one of them opens with those generations empty, the two newest kept;
- * and the deeper ones are where meta.c says, so that such a build, which
- * checks nothing there, keeps reading newer files. */
+ * builds before it wrote as zeros and never read (meta_format.c): a file
+ * written by one of them opens with those generations empty, the two
+ * newest kept; and the deeper ones are where meta_format.c says, so that
+ * such a build, which checks nothing there, keeps reading newer files. */
 static void test_history_before(void)
 {
 	static const uint8_t zero[(META_GEN_HISTORY - 2) * 8];
