@@ -159,19 +159,18 @@ void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g);
 
 /* replicate.c: called by peer.c */
 void repl__rep_peer_up(struct peer *p, enum gen_decision d);
-void repl__rep_peer_down(struct peer *p);
 void repl__rep_ack(struct peer *p, uint64_t seq, int result);
-/* data points into mem (freed when applied), or both NULL. */
-void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
-		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
+/* outdate.c: called by peer.c */
+void repl__rep_peer_down(struct peer *p);
 /* A STATE from p confirmed our outdate notice token. */
 void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
 /* p is back before its outdate was confirmed: its new generation now. */
 void repl__rep_gen_catch_up(struct peer *p);
+/* outdate.c: called by volume.c.  Shutting down: a peer lost now is not
+ * outdated; held writes go. */
+void repl__rep_close(struct repl_volume *vol);
 /* replicate.c: called by volume.c */
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
-/* Shutting down: a peer lost now is not outdated; held writes go. */
-void repl__rep_close(struct repl_volume *vol);
 bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Starts the periodic sweep of the activity log (a Primary's). */
 void repl__rep_intent_start(struct repl_volume *vol);
@@ -237,6 +236,25 @@ bool repl__verify_running(const struct repl_volume *vol);
 void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags);
 void repl__window_on_handover(struct peer *p, uint64_t seq, const struct wire_handover *h);
 void repl__window_peer_down(struct peer *p);
+/* replicate.c: called by outdate.c.  thaw: held acknowledgements go out
+ * if nothing holds them any more; fail_frozen: they fail with err, and so
+ * do the requests held for quorum; al_fail_waiting: writes waiting for an
+ * activity-log slot fail (a stop).  unfl_lost: what p acknowledged and
+ * may not have flushed goes to its bitmap (flushed soon); unacked_lost:
+ * what p never acknowledged goes to its bitmap, and p's references go. */
+void repl__rep_thaw(struct repl_volume *vol);
+void repl__rep_fail_frozen(struct repl_volume *vol, int err);
+void repl__rep_al_fail_waiting(struct repl_volume *vol);
+void repl__rep_unfl_lost(struct peer *p);
+void repl__rep_unacked_lost(struct peer *p);
+/* apply.c: a Secondary applies a frame of its Primary; data points into
+ * mem (freed when applied), or both NULL. */
+void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
+		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
+/* Is an apply in flight or waiting that overlaps io (a write), or the
+ * range (any but a flush, of nonzero length)? */
+bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *io);
+bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* peer.c: any frame */
 int repl__peer_send_msg(struct peer *p, const struct wire_msg *m);
 
