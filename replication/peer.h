@@ -129,8 +129,8 @@ void repl__peers_stop(struct repl_volume *vol);
 void repl__peers_free(struct repl_volume *vol);
 void repl__peers_set_down(struct repl_volume *vol, bool down);
 bool repl__peer_up(const struct peer *p);
-/* Sends w's request; returns the number of frames (acknowledgements to
- * expect) or -errno. */
+/* peer_send.c.  Sends w's request; returns the number of frames
+ * (acknowledgements to expect) or -errno. */
 int repl__peer_send_io(struct peer *p, struct vwrite *w);
 int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
 /* replicate.c: the bitmap flush after which bits just set in bitmap for
@@ -147,12 +147,19 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 			    void *data, bool zero);
 /* Our full state: after the handshake, it ends a resync we were source of. */
 int repl__peer_send_volume(struct peer *p);
+/* peer.c: the link goes and is tried again (drop), or goes with a BYE of
+ * reason bye and is not retried (standalone); size_wait: a BYE_SIZE
+ * first if tell, and the reason is logged only once. */
 void repl__peer_drop(struct peer *p, const char *why);
+void repl__peer_standalone(struct peer *p, uint32_t bye, const char *why);
+void repl__peer_size_wait(struct peer *p, const char *why, bool tell);
 int repl__peer_set_address(struct peer *p, const char *host, const char *port);
 void repl__peer_retry(struct peer *p);
 /* An idle link we open tries again now, not after its backoff. */
 void repl__peer_reconnect_now(struct peer *p);
 void repl__peers_tell_state(struct repl_volume *vol);
+/* peer_send.c: our generations as gen.c sees them, for peer idx (< 0:
+ * none). */
 void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side *out);
 /* Writes g back into sb: current, history and peer idx's bitmap generation. */
 void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g);
@@ -255,7 +262,19 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
  * range (any but a flush, of nonzero length)? */
 bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *io);
 bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len);
-/* peer.c: any frame */
+/* peer_send.c: any frame */
 int repl__peer_send_msg(struct peer *p, const struct wire_msg *m);
+/* peer_send.c: the confirmation of an outdate notice (its token), the
+ * node id of a replica of vol (its rank by name, from 1), and whether a
+ * connected peer other than except is Primary. */
+int repl__peer_send_confirm(struct peer *p, uint64_t token);
+uint32_t repl__peer_node_id(const struct repl_volume *vol, const char *node);
+bool repl__peer_has_primary(const struct repl_volume *vol, const struct peer *except);
+/* peer_state.c: a peer's VOLUME frame during the handshake, a STATE frame
+ * once up. */
+void repl__peer_on_volume(struct peer *p, const struct wire_volume *v);
+void repl__peer_on_state(struct peer *p, const struct wire_state *s);
+/* A Primary stepping down because it lost a promotion crossing. */
+#define PEER_LOST_CROSSING "its promotion crossed another and came second: nothing of it is taken"
 
 #endif
