@@ -28,8 +28,8 @@
 #include "link.h"
 #include "log.h"
 #include "meta.h"
-#include "nbd-protocol.h"
 #include "cbt.h"
+#include "handshake.h"
 #include "peer.h"
 #include "sys.h"
 #include "resize.h"
@@ -190,7 +190,7 @@ static bool take_from_primary(struct peer *p, uint16_t type)
 		return false;
 	}
 	if (p->lost_crossing) {
-		repl__peer_drop(p, PEER_LOST_CROSSING);
+		repl__peer_drop(p, HS_LOST_CROSSING);
 		return false;
 	}
 	p->took_primary = true;

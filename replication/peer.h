@@ -274,7 +274,5 @@ bool repl__peer_has_primary(const struct repl_volume *vol, const struct peer *ex
  * once up. */
 void repl__peer_on_volume(struct peer *p, const struct wire_volume *v);
 void repl__peer_on_state(struct peer *p, const struct wire_state *s);
-/* A Primary stepping down because it lost a promotion crossing. */
-#define PEER_LOST_CROSSING "its promotion crossed another and came second: nothing of it is taken"
 
 #endif

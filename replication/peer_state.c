@@ -1,9 +1,9 @@
 /* peer_state.c: what this replica learns about a peer, and does about
- * it.  At connect time, the peer's VOLUME frame: the same volume (name,
- * UUID; a blank replica adopts the first UUID it meets), then gen.c's
- * decision (with the automatic split-brain recovery, crashed Primaries,
- * Secondaries that wait for a Primary) and what follows from it: the link
- * comes up, in sync or resyncing, or goes (StandAlone, or to try again).
+ * it.  At connect time, the peer's VOLUME frame: handshake.c decides, from
+ * what this file gathers, whether it is the same volume (a blank replica
+ * adopts the first UUID it meets) and whether the link comes up, in sync
+ * or resyncing, or goes (StandAlone, or to try again); this file carries
+ * that out (the metadata, the link, the resync).
  * Later, STATE frames: role and disk changes, outdate notices and their
  * confirmations, a Primary that moved its generation.  Not here: the
  * sockets and frame dispatch (peer.c), the frames we send (peer_send.c).
@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cbt.h"
+#include "handshake.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -54,27 +55,6 @@ static void adopt_uuid(struct peer *from, const uint8_t *uuid)
 		    vol->peers[i]->conn != PC_CONNECTING)
 			repl__peer_drop(vol->peers[i], "re-deciding: this replica took "
 					"another volume UUID");
-}
-
-/* A blank replica (never written, never connected) takes the UUID of the
- * first replica it meets; the lower UUID wins between two blanks. */
-static int check_uuid(struct peer *p, const struct wire_volume *v)
-{
-	struct repl_volume *vol = p->vol;
-	const struct meta_super *sb = meta_get(vol->meta);
-	bool blank = sb->gen_current == 0, peer_blank = v->current == 0;
-
-	if (memcmp(sb->uuid, v->uuid, WIRE_UUID_LEN) == 0)
-		return 0;
-	if (blank && (!peer_blank || memcmp(v->uuid, sb->uuid, WIRE_UUID_LEN) < 0)) {
-		adopt_uuid(p, v->uuid);
-		return 0;
-	}
-	if (peer_blank && blank)
-		return 0;	/* the peer adopts ours */
-	if (peer_blank)
-		return 0;
-	return -EINVAL;
 }
 
 static void peer_from_volume(struct peer *p, const struct wire_volume *v)
@@ -119,25 +99,19 @@ static bool resynced_by_other(const struct repl_volume *vol, const struct peer *
 	return false;
 }
 
-static void note_peer_view(struct peer *p, const struct wire_volume *v,
-			   enum gen_decision d)
+/* The peer says we missed writes, and we believe it (handshake.c). */
+static void record_outdated(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb;
 
-	/* The peer says we missed writes: believe it unless we are the source
-	 * or in sync with our Primary. */
-	if (v->peer_disk == GEN_DISK_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE &&
-	    d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL &&
-	    !in_sync_with_other_primary(vol, p) && !resynced_by_other(vol, p)) {
-		sb = *meta_get(vol->meta);
-		sb.disk_state = META_OUTDATED;
-		if (meta_update(vol->meta, &sb) == 0) {
-			vol->disk_state = GEN_DISK_OUTDATED;
-			plog(LOG_WARNING, vol->name, "peer %s records this replica as Outdated",
-			     p->node);
-			repl__peers_tell_state(vol);
-		}
+	sb = *meta_get(vol->meta);
+	sb.disk_state = META_OUTDATED;
+	if (meta_update(vol->meta, &sb) == 0) {
+		vol->disk_state = GEN_DISK_OUTDATED;
+		plog(LOG_WARNING, vol->name, "peer %s records this replica as Outdated",
+		     p->node);
+		repl__peers_tell_state(vol);
 	}
 }
 
@@ -165,99 +139,85 @@ static void forget_stale_bits(struct peer *p, uint8_t peer_disk)
 	     "region(s) recorded as missing there are stale", p->node, (unsigned long long)n);
 }
 
-/* DRBD's after-sb policies, with the safe defaults: resolve only when the
- * side that loses wrote nothing since the split. */
-static struct gen_verdict try_auto_recovery(struct peer *p, const struct wire_volume *v,
-					    const struct gen_side *local,
-					    const struct gen_side *peer, struct gen_verdict gv)
+/* What handshake.c decides on: both sides' generations and what this
+ * replica sees of its other peers now (after any UUID adoption, which
+ * may have dropped some). */
+static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in *in)
 {
-	struct sb_config cfg = { p->vol->after_sb[0], p->vol->after_sb[1], p->vol->after_sb[2] };
-	struct sb_side ls = { local->primary, meta_bits_count(p->vol->meta, p->idx),
-			      local->node_id };
-	struct sb_side ps = { peer->primary, v->dirty, peer->node_id };
-	struct sb_verdict sv = sb_decide(&ls, &ps, &cfg);
-	struct gen_verdict after;
+	struct repl_volume *vol = p->vol;
 
-	if (sv.outcome == SB_STAY_STANDALONE)
-		return gv;
-	after = gen_after_split_brain(local, peer, sv.outcome);
-	if (after.decision == GEN_SPLIT_BRAIN || after.decision == GEN_REFUSE)
-		return gv;
-	plog(LOG_WARNING, p->vol->name, "split brain with %s resolved automatically: %s",
-	     p->node, sv.reason);
-	return after;
+	memset(in, 0, sizeof(*in));
+	in->volume = vol->name;
+	repl__peer_gen_side(vol, (int)p->idx, &in->local);
+	in->peer = (struct gen_side){ v->current, v->bitmap, { 0 }, v->disk,
+				      v->role == REPL_PRIMARY, v->crashed_primary, v->node_id };
+	memcpy(in->peer.history, v->history, sizeof(in->peer.history));
+	in->local_dirty = meta_bits_count(vol->meta, p->idx);
+	in->peer_dirty = v->dirty;
+	in->after_sb = (struct sb_config){ vol->after_sb[0], vol->after_sb[1], vol->after_sb[2] };
+	in->lost_crossing = p->lost_crossing;
+	in->told_has_primary = p->told_has_primary;
+	in->peer_has_primary = v->has_primary;
+	in->other_primary = repl__peer_has_primary(vol, p);
+	in->peer_says_outdated = v->peer_disk == GEN_DISK_OUTDATED;
+	in->in_sync_with_primary = in_sync_with_other_primary(vol, p);
+	in->resynced_by_other = resynced_by_other(vol, p);
 }
+
+/* hs_decide()'s reasons become the peer's, uncut. */
+_Static_assert(sizeof(((struct peer *)0)->reason) == HS_WHY_MAX, "reason lengths differ");
 
 void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 {
 	struct repl_volume *vol = p->vol;
-	struct gen_side local, peer;
+	const struct meta_super *sb = meta_get(vol->meta);
+	struct hs_in in;
+	struct hs_verdict hv;
+	const struct gen_side *local = &in.local, *peer = &in.peer;
 	struct gen_verdict gv;
 	char sz_why[192] = "";
 	const char *wait;
 
-	if (strcmp(v->name, vol->name) != 0) {
+	switch (hs_identity(strcmp(v->name, vol->name) == 0, sb->gen_current == 0,
+			    v->current == 0, memcmp(v->uuid, sb->uuid, WIRE_UUID_LEN))) {
+	case HS_ID_NAME_DIFFERS:
 		repl__peer_standalone(p, WIRE_BYE_REFUSED, "peer has a different volume name");
 		return;
-	}
-	p->size = v->size;
-	if (check_uuid(p, v) < 0) {
-		repl__peer_standalone(p, WIRE_BYE_UNRELATED, "peer holds a different volume (UUID differs)");
+	case HS_ID_UUID_DIFFERS:
+		p->size = v->size;
+		repl__peer_standalone(p, WIRE_BYE_UNRELATED,
+				      "peer holds a different volume (UUID differs)");
 		return;
+	case HS_ID_ADOPT:
+		p->size = v->size;
+		adopt_uuid(p, v->uuid);
+		break;
+	case HS_ID_SAME:
+	case HS_ID_KEEP:
+		p->size = v->size;
+		break;
 	}
-	repl__peer_gen_side(vol, (int)p->idx, &local);
-	peer = (struct gen_side){ v->current, v->bitmap, { 0 }, v->disk,
-				  v->role == REPL_PRIMARY, v->crashed_primary, v->node_id };
-	memcpy(peer.history, v->history, sizeof(peer.history));
 	peer_from_volume(p, v);
 	p->resynced_us = false;
-	if (peer.primary && p->lost_crossing) {
-		repl__peer_drop(p, PEER_LOST_CROSSING);	/* no resync from it either */
+	hs_gather(p, v, &in);
+	hs_decide(&in, &hv);
+	gv = hv.gv;
+	wait = hv.wait;
+	if (hv.auto_resolved)
+		plog(LOG_WARNING, vol->name, "split brain with %s resolved automatically: %s",
+		     p->node, hv.auto_resolved);
+	if (hv.decided) {
+		plog(LOG_INFO, vol->name, "peer %s: %s (%s%s)", p->node,
+		     gen_decision_name(gv.decision), gv.reason,
+		     local->crashed_primary || peer->crashed_primary ? "; a Primary crashed" : "");
+		p->suppressed = wait != NULL;
+	}
+	if (hv.action == HS_DROP) {
+		repl__peer_drop(p, hv.why);
 		return;
 	}
-	/* Two Primaries: no data flows until one demotes (in a cluster, the
-	 * one whose promotion came second steps down by itself), so keep
-	 * trying rather than give up StandAlone. */
-	if (local.primary && peer.primary) {
-		repl__peer_drop(p, "the peer is Primary too: waiting for one of them to demote");
-		return;
-	}
-	gv = gen_decide(&local, &peer);
-	if (gv.decision == GEN_SPLIT_BRAIN)
-		gv = try_auto_recovery(p, v, &local, &peer, gv);
-	/* A crashed Primary that is the source carries its activity log in
-	 * its bitmaps (merged at start); one that is the target cannot tell
-	 * the source which regions it wrote alone, so it takes a full sync. */
-	if (gv.decision == GEN_SOURCE_BITMAP && peer.crashed_primary)
-		gv.decision = GEN_SOURCE_FULL;
-	else if (gv.decision == GEN_TARGET_BITMAP && local.crashed_primary)
-		gv.decision = GEN_TARGET_FULL;
-	plog(LOG_INFO, vol->name, "peer %s: %s (%s%s)", p->node,
-	     gen_decision_name(gv.decision), gv.reason,
-	     local.crashed_primary || peer.crashed_primary ? "; a Primary crashed" : "");
-	/* Two Secondaries resync each other only with no Primary about and
-	 * from an UpToDate source; else they stay connected for state only
-	 * and re-decide when one is promoted (it reconnects them), or resync
-	 * from the Primary.  Each side decides on what both said. */
-	wait = gen_secondaries_wait(gv, &local, &peer, p->told_has_primary,
-				    v->has_primary);
-	p->suppressed = wait != NULL;
-	if (!wait && !local.primary && !peer.primary && gv.decision != GEN_NO_SYNC &&
-	    repl__peer_has_primary(vol, p)) {
-		repl__peer_drop(p, "a Primary connected meanwhile: the resync comes from it");
-		return;
-	}
-	if (!p->suppressed && (gv.decision == GEN_SPLIT_BRAIN ||
-			       gv.decision == GEN_UNRELATED || gv.decision == GEN_REFUSE)) {
-		char why[sizeof(p->reason)];
-		if (gv.decision == GEN_SPLIT_BRAIN)
-			snprintf(why, sizeof(why), "split brain: resolve with \"replagent resolve "
-				 "%s --keep NODE\" on both nodes", vol->name);
-		else
-			snprintf(why, sizeof(why), "%s: %s", gen_decision_name(gv.decision),
-				 gv.reason);
-		repl__peer_standalone(p, gv.decision == GEN_SPLIT_BRAIN ? WIRE_BYE_SPLIT_BRAIN
-			      : WIRE_BYE_REFUSED, why);
+	if (hv.action == HS_STANDALONE) {
+		repl__peer_standalone(p, hv.bye, hv.why);
 		return;
 	}
 	if (!repl__resize_link_ok(p, v->size, gv.decision, sz_why, sizeof(sz_why))) {
@@ -266,8 +226,9 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	}
 	if (v->size != vol->size)
 		plog(LOG_INFO, vol->name, "peer %s: %s", p->node, sz_why);
-	note_peer_view(p, v, gv.decision);
-	if (!local.primary && !peer.primary && gv.rule == GEN_R_SAME)
+	if (hv.outdated)
+		record_outdated(p);
+	if (hv.forget_stale)
 		forget_stale_bits(p, v->disk);
 	p->conn = PC_UP;
 	p->conn_id++;
@@ -294,14 +255,14 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	 * followed us only so far (rules 40, 10: a resync between
 	 * Secondaries while we were cut off from both), or lost what it had
 	 * not flushed.  Our data is the reference: those regions go to it. */
-	if (local.primary && gv.decision == GEN_NO_SYNC && meta_bits_count(vol->meta, p->idx))
+	if (local->primary && gv.decision == GEN_NO_SYNC && meta_bits_count(vol->meta, p->idx))
 		repl__rs_start_source(p, false);
 	repl__cbt_peer_up(p);
-	if (peer.primary)
+	if (peer->primary)
 		stop_secondary_resyncs(vol, p);
 	/* Our Primary was lost and this is a new one: our recent writes.  (The
 	 * same one back needs nothing: it has them, and its bitmap.) */
-	if (vol->lost_primary && peer.primary && vol->role != REPL_PRIMARY) {
+	if (vol->lost_primary && peer->primary && vol->role != REPL_PRIMARY) {
 		vol->lost_primary = false;
 		if (p->idx != vol->lost_primary_idx)
 			repl__recent_ask(p);
@@ -361,7 +322,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	}
 	/* A Primary we are in sync with moved its generation: follow it. */
 	if (s->role == REPL_PRIMARY && p->lost_crossing && s->current != sb.gen_current) {
-		repl__peer_drop(p, PEER_LOST_CROSSING);
+		repl__peer_drop(p, HS_LOST_CROSSING);
 		return;
 	}
 	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&

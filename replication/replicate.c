@@ -18,7 +18,6 @@
 #include <string.h>
 
 #include "al_vol.h"
-#include "bufpool.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
