@@ -129,8 +129,8 @@ void repl__peers_stop(struct repl_volume *vol);
 void repl__peers_free(struct repl_volume *vol);
 void repl__peers_set_down(struct repl_volume *vol, bool down);
 bool repl__peer_up(const struct peer *p);
-/* Sends w's request; returns the number of frames (acknowledgements to
- * expect) or -errno. */
+/* peer_send.c.  Sends w's request; returns the number of frames
+ * (acknowledgements to expect) or -errno. */
 int repl__peer_send_io(struct peer *p, struct vwrite *w);
 int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
 /* replicate.c: the bitmap flush after which bits just set in bitmap for
@@ -147,31 +147,37 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 			    void *data, bool zero);
 /* Our full state: after the handshake, it ends a resync we were source of. */
 int repl__peer_send_volume(struct peer *p);
+/* peer.c: the link goes and is tried again (drop), or goes with a BYE of
+ * reason bye and is not retried (standalone); size_wait: a BYE_SIZE
+ * first if tell, and the reason is logged only once. */
 void repl__peer_drop(struct peer *p, const char *why);
+void repl__peer_standalone(struct peer *p, uint32_t bye, const char *why);
+void repl__peer_size_wait(struct peer *p, const char *why, bool tell);
 int repl__peer_set_address(struct peer *p, const char *host, const char *port);
 void repl__peer_retry(struct peer *p);
 /* An idle link we open tries again now, not after its backoff. */
 void repl__peer_reconnect_now(struct peer *p);
 void repl__peers_tell_state(struct repl_volume *vol);
+/* peer_send.c: our generations as gen.c sees them, for peer idx (< 0:
+ * none). */
 void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side *out);
 /* Writes g back into sb: current, history and peer idx's bitmap generation. */
 void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g);
 
 /* replicate.c: called by peer.c */
 void repl__rep_peer_up(struct peer *p, enum gen_decision d);
-void repl__rep_peer_down(struct peer *p);
 void repl__rep_ack(struct peer *p, uint64_t seq, int result);
-/* data points into mem (freed when applied), or both NULL. */
-void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
-		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
+/* outdate.c: called by peer.c */
+void repl__rep_peer_down(struct peer *p);
 /* A STATE from p confirmed our outdate notice token. */
 void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
 /* p is back before its outdate was confirmed: its new generation now. */
 void repl__rep_gen_catch_up(struct peer *p);
+/* outdate.c: called by volume.c.  Shutting down: a peer lost now is not
+ * outdated; held writes go. */
+void repl__rep_close(struct repl_volume *vol);
 /* replicate.c: called by volume.c */
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
-/* Shutting down: a peer lost now is not outdated; held writes go. */
-void repl__rep_close(struct repl_volume *vol);
 bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Starts the periodic sweep of the activity log (a Primary's). */
 void repl__rep_intent_start(struct repl_volume *vol);
@@ -237,7 +243,38 @@ bool repl__verify_running(const struct repl_volume *vol);
 void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags);
 void repl__window_on_handover(struct peer *p, uint64_t seq, const struct wire_handover *h);
 void repl__window_peer_down(struct peer *p);
-/* peer.c: any frame */
+/* replicate.c: called by outdate.c.  thaw: held acknowledgements go out
+ * if nothing holds them any more; fail_frozen: they fail with err, and so
+ * do the requests held for quorum; al_fail_waiting: writes waiting for an
+ * activity-log slot fail (a stop).  unfl_lost: what p acknowledged and
+ * may not have flushed goes to its bitmap (flushed soon); unacked_lost:
+ * what p never acknowledged goes to its bitmap, and p's references go. */
+void repl__rep_thaw(struct repl_volume *vol);
+void repl__rep_fail_frozen(struct repl_volume *vol, int err);
+void repl__rep_al_fail_waiting(struct repl_volume *vol);
+void repl__rep_unfl_lost(struct peer *p);
+void repl__rep_unacked_lost(struct peer *p);
+/* apply.c: a Secondary applies a frame of its Primary; data points into
+ * mem (freed when applied), or both NULL. */
+void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
+		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem);
+/* Is an apply in flight or waiting that overlaps io (a write), or the
+ * range (any but a flush, of nonzero length)? */
+bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *io);
+bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len);
+/* Our own write ended: data that waits for it may go (apply.c). */
+void repl__apply_unblock(struct repl_volume *vol);
+/* peer_send.c: any frame */
 int repl__peer_send_msg(struct peer *p, const struct wire_msg *m);
+/* peer_send.c: the confirmation of an outdate notice (its token), the
+ * node id of a replica of vol (its rank by name, from 1), and whether a
+ * connected peer other than except is Primary. */
+int repl__peer_send_confirm(struct peer *p, uint64_t token);
+uint32_t repl__peer_node_id(const struct repl_volume *vol, const char *node);
+bool repl__peer_has_primary(const struct repl_volume *vol, const struct peer *except);
+/* peer_state.c: a peer's VOLUME frame during the handshake, a STATE frame
+ * once up. */
+void repl__peer_on_volume(struct peer *p, const struct wire_volume *v);
+void repl__peer_on_state(struct peer *p, const struct wire_state *s);
 
 #endif

@@ -132,6 +132,9 @@ struct repl_volume {
 	unsigned lost_primary_idx;	/* ... which peer that was */
 	struct sapply *applying;	/* Secondary: peer writes in flight */
 	struct sapply *apply_wait_head, *apply_wait_tail;
+	/* Told when an apply ends (apply.c), set by replicate.c when a write
+	 * of its own waits behind one; NULL: nobody listens. */
+	void (*apply_observer)(struct repl_volume *vol);
 	/* bitmap flushes run one at a time, numbered; a write waits for the
 	 * number of the first one that covers the bits it set (replicate.c) */
 	bool bm_flushing;

@@ -5,15 +5,12 @@
  * write and every peer it was sent to are done.  For a peer that is away,
  * the write's regions are set in that peer's dirty bitmap, and the write is
  * acknowledged only after those bits are on disk.  When a peer is lost,
- * writes it had not acknowledged go to its bitmap too, the peer is recorded
- * Outdated in the metadata (and on the other replicas, when reachable)
- * before any further acknowledgement, so a promotion decision sees it.
+ * writes it had not acknowledged go to its bitmap too, and the
+ * acknowledgements are held (vol->freeze) while outdate.c records the peer
+ * Outdated, so a promotion decision sees it.
  *
- * On a Secondary, writes from the Primary are applied in parallel, except
- * that a write overlapping one still in flight waits for it: overlapping
- * writes land in the order the Primary sent them.
- *
- * Not here: sockets and frames (peer.c), resync (resync.c). */
+ * Not here: sockets and frames (peer.c), resync (resync.c), the
+ * Secondary's side (apply.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -21,7 +18,6 @@
 #include <string.h>
 
 #include "al_vol.h"
-#include "bufpool.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -235,7 +231,7 @@ static void vwrite_put(struct vwrite *w)
 	vwrite_finish(w);
 }
 
-static void thaw(struct repl_volume *vol)
+void repl__rep_thaw(struct repl_volume *vol)
 {
 	struct vwrite *w = vol->frozen, *next;
 
@@ -249,7 +245,6 @@ static void thaw(struct repl_volume *vol)
 }
 
 static void local_unblock(struct repl_volume *vol);
-static void apply_unblock(struct repl_volume *vol);
 
 static void local_done(struct repl_io *io)
 {
@@ -262,7 +257,7 @@ static void local_done(struct repl_io *io)
 	w->local_pending = false;
 	vwrite_put(w);
 	local_unblock(vol);
-	apply_unblock(vol);	/* after a step-down, data may wait for it (blocked()) */
+	repl__apply_unblock(vol);	/* after a step-down, data may wait for it (apply.c) */
 }
 
 static void unacked_unlink(struct peer *p, struct vwrite *w)
@@ -317,14 +312,12 @@ static bool vw_overlaps(const struct vwrite *a, const struct vwrite *b)
 	return x->offset < y->offset + y->len && y->offset < x->offset + x->len;
 }
 
-static bool applying_overlaps(const struct repl_volume *vol, const struct repl_io *io);
-
 /* Also after a write of the Primary this replica followed before its
  * promotion, still being applied here: the pool may run the two in any
  * order, and the old one must not land last. */
 static bool local_blocked(const struct repl_volume *vol, const struct vwrite *w)
 {
-	if (io_changes_data(w->io->op) && applying_overlaps(vol, w->io))
+	if (io_changes_data(w->io->op) && repl__apply_overlaps(vol, w->io))
 		return true;
 	for (const struct vwrite *o = vol->writes; o; o = o->vnext)
 		if (o != w && o->local_busy && vw_overlaps(o, w))
@@ -364,6 +357,8 @@ static void local_start(struct repl_volume *vol, struct vwrite *w)
 		local_submit(vol, w);
 		return;
 	}
+	/* An apply that ends may be what it waits for (apply.c tells). */
+	vol->apply_observer = local_unblock;
 	for (pp = &vol->local_wait; *pp; pp = &(*pp)->lnext)
 		;
 	*pp = w;
@@ -442,7 +437,7 @@ static void al_resume_later(struct repl_volume *vol)
 
 /* A stop fails the writes that never got their slots (nothing of them
  * was written anywhere). */
-static void al_fail_waiting(struct repl_volume *vol)
+void repl__rep_al_fail_waiting(struct repl_volume *vol)
 {
 	struct vwrite *w;
 
@@ -601,196 +596,25 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		unfl_flush(vol);
 }
 
-/* ---- losing a peer -------------------------------------------------------- */
+/* ---- losing a peer (outdate.c decides; the write path's part) ----------------- */
 
-/* The lost peer p gets a new generation here (its bitmap generation is
- * what it holds): from now on this replica's data is ahead of it. */
-static void new_gen_for(struct peer *p)
-{
-	struct repl_volume *vol = p->vol;
-	struct meta_super sb = *meta_get(vol->meta);
-	struct gen_side g;
-	uint64_t id = p->gen_pending;
-
-	p->gen_pending = 0;
-	repl__peer_gen_side(vol, (int)p->idx, &g);
-	g.primary = true;
-	if (gen_on_disconnect_primary(&g, id) < 0)
-		return;
-	repl__gen_store(&sb, (int)p->idx, &g);
-	if (meta_update(vol->meta, &sb) < 0)
-		plog(LOG_ERR, vol->name, "cannot record a new generation for %s", p->node);
-	repl__peers_tell_state(vol);
-}
-
-/* The outdates are confirmed (or the wait for them timed out): the
- * generations they deferred are made, before any held write is
- * acknowledged. */
-static void new_gens_pending(struct repl_volume *vol)
-{
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		if (vol->peers[i]->gen_pending)
-			new_gen_for(vol->peers[i]);
-}
-
-void repl__rep_gen_catch_up(struct peer *p)
-{
-	if (p->gen_pending)
-		new_gen_for(p);
-}
-
-/* No confirmation is awaited any more; one that comes late is ignored. */
-static void freeze_clear(struct repl_volume *vol)
-{
-	vol->freeze = 0;
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		vol->peers[i]->outdate_waits = 0;
-}
-
-static void freeze_timeout(void *arg)
-{
-	struct repl_volume *vol = arg;
-
-	vol->freeze_timer = NULL;
-	if (!vol->freeze)
-		return;
-	plog(LOG_WARNING, vol->name, "other replicas did not confirm the outdate "
-	     "within %u ms: continuing on the local record alone",
-	     vol->outdate_timeout_ms);
-	new_gens_pending(vol);
-	freeze_clear(vol);
-	thaw(vol);
-}
-
-/* The peer will not see writes from now on: say so durably, here and on
- * the other connected replicas, before acknowledging anything further.
- * The new generation waits for that confirmation, as DRBD's new current
- * UUID waits for the fence-peer handler with I/O suspended: a Primary cut
- * off without quorum acknowledges nothing more, and if it crashes so, it
- * comes back with the generation the others hold, its data a prefix of
- * theirs plus writes nobody was told of (the activity log resyncs them
- * away), not in a split brain with the Primary promoted meanwhile. */
-static void outdate_peer(struct peer *p)
-{
-	struct repl_volume *vol = p->vol;
-	struct meta_super sb = *meta_get(vol->meta);
-	int r;
-
-	/* Our data first: the peer holds every write acknowledged until now,
-	 * durable here or not; a record of it Outdated lets a crashed
-	 * Primary be promoted without asking it (role.c), so nothing it
-	 * holds may be lost with our power after the record.  Rare enough to
-	 * wait for here, as promotion does. */
-	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
-		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing before "
-			   "recording %s Outdated", p->node);
-	p->gen_pending = meta_new_gen();
-	sb.peers[p->idx].disk_state = META_OUTDATED;
-	r = meta_update(vol->meta, &sb);
-	if (r < 0)
-		plog_errno(LOG_ERR, vol->name, -r, "cannot record %s as Outdated", p->node);
-	else
-		plog(LOG_WARNING, vol->name, "peer %s is gone: recorded as Outdated", p->node);
-	/* Cluster mode: the group records it; that alone releases the acks,
-	 * with no timeout (a partition without quorum never confirms). */
-	if (vol->eng->hooks.outdate &&
-	    vol->eng->hooks.outdate(vol->eng->hooks.arg, vol, p->node, ++vol->outdate_token) == 0) {
-		vol->freeze++;
-		for (unsigned i = 0; i < vol->n_peers; i++) {
-			struct peer *o = vol->peers[i];
-			if (o != p && repl__peer_up(o))
-				repl__peer_send_outdate(o, p, vol->outdate_token);
-		}
-		return;
-	}
-	/* Each notice has its token; only its confirmation counts (any
-	 * other STATE of the peer says nothing about this record). */
-	for (unsigned i = 0; i < vol->n_peers; i++) {
-		struct peer *o = vol->peers[i];
-		if (o == p || !repl__peer_up(o) ||
-		    repl__peer_send_outdate(o, p, ++vol->outdate_token) < 0)
-			continue;
-		vol->freeze++;
-		o->outdate_waits++;
-		o->outdate_wait_token = vol->outdate_token;
-	}
-	if (!vol->freeze)
-		new_gen_for(p);	/* nobody to confirm: at once */
-	if (vol->freeze && !vol->freeze_timer)
-		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
-				&vol->freeze_timer);
-}
-
-static void fail_frozen(struct repl_volume *vol, int err);
-
-/* Held acknowledgements are failed, not given: a stop must not turn a
- * write the cluster has not secured into a success. */
-void repl__rep_close(struct repl_volume *vol)
-{
-	vol->closing = true;
-	repl__timer_del(vol->eng, &vol->freeze_timer);
-	repl__timer_del(vol->eng, &vol->intent_timer);
-	repl__timer_del(vol->eng, &vol->al_timer);
-	al_fail_waiting(vol);
-	/* The held writes are on this disk: a stop without the confirmation
-	 * keeps this replica ahead of the lost peer, as it is. */
-	new_gens_pending(vol);
-	freeze_clear(vol);
-	fail_frozen(vol, -ESHUTDOWN);
-}
-
-void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
-{
-	if (!vol->freeze)
-		return;
-	plog(LOG_INFO, vol->name, "the cluster recorded the outdate (%llu)",
-	     (unsigned long long)token);
-	if (--vol->freeze == 0) {
-		new_gens_pending(vol);
-		thaw(vol);
-	}
-}
-
-/* p confirmed the notice with this token: it, and the notices sent to p
- * before it (p handles them in order), are recorded there. */
-void repl__rep_outdate_confirmed(struct peer *p, uint64_t token)
+void repl__rep_unfl_lost(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 
-	if (vol->eng->hooks.outdate)
-		return;		/* the group confirms, not the peers */
-	if (!p->outdate_waits || token != p->outdate_wait_token)
-		return;		/* not the last notice we sent it: wait for that one */
-	vol->freeze -= MIN(vol->freeze, p->outdate_waits);
-	p->outdate_waits = 0;
-	if (vol->freeze == 0) {
-		repl__timer_del(vol->eng, &vol->freeze_timer);
-		new_gens_pending(vol);
-		thaw(vol);
-	}
-}
-
-void repl__rep_peer_down(struct peer *p)
-{
-	struct repl_volume *vol = p->vol;
-	bool was_in_sync = p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE;
-	struct vwrite *w;
-	uint64_t need;
-
-	repl__rs_stop(p);
-	/* Its confirmations cannot come any more (a new link confirms only
-	 * its own notices): what it owed stays held until the timeout. */
-	p->outdate_waits = 0;
-	/* What it acknowledged and may have lost with its power goes to its
-	 * bitmap, written out with the record below or the next flush. */
 	if (repl__unfl_count(p)) {
 		repl__unfl_lost(p);
 		if (!vol->bm_flushing)
 			bm_flush_start(vol);
 	}
-	/* The record comes first: no write may complete before it. */
-	if (vol->role == REPL_PRIMARY && was_in_sync && !vol->closing)
-		outdate_peer(p);
+}
+
+void repl__rep_unacked_lost(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	struct vwrite *w;
+	uint64_t need;
+
 	while ((w = p->unacked_head)) {
 		unacked_unlink(p, w);
 		w->pending++;
@@ -800,8 +624,6 @@ void repl__rep_peer_down(struct peer *p)
 		w->pending--;
 		vwrite_put(w);
 	}
-	p->peer_role = REPL_SECONDARY;
-	p->peer_disk = GEN_DISK_UNKNOWN;
 }
 
 void repl__rep_peer_up(struct peer *p, enum gen_decision d)
@@ -819,133 +641,6 @@ void repl__rep_peer_up(struct peer *p, enum gen_decision d)
 		p->link = REPL_LINK_CONNECTED;
 		break;
 	}
-}
-
-/* ---- Secondary: applying the Primary's writes ----------------------------- */
-
-struct sapply {
-	struct repl_io io;
-	void *mem;			/* holds io.buf */
-	struct peer *p;
-	uint64_t conn_id;		/* answer only the connection that asked */
-	uint64_t seq;
-	struct sapply *next;
-};
-
-static bool overlaps(const struct repl_io *a, const struct repl_io *b)
-{
-	if (a->op == REPL_IO_FLUSH || b->op == REPL_IO_FLUSH)
-		return false;
-	return a->offset < b->offset + b->len && b->offset < a->offset + a->len;
-}
-
-static bool blocked(struct repl_volume *vol, const struct sapply *a, const struct sapply *upto)
-{
-	/* A Primary that stepped down (repl_volume_step_down()) failed its
-	 * writes in flight, but those already running still reach the
-	 * store: the new Primary's data for their range (its resync, its
-	 * writes) lands after them, or theirs would stay here, where no
-	 * bitmap knows of it (sim seed 4232).  They end by themselves. */
-	if (vol->role != REPL_PRIMARY)
-		for (const struct vwrite *o = vol->writes; o; o = o->vnext)
-			if (o->local_busy && io_changes_data(o->local.op) &&
-			    overlaps(&o->local, &a->io))
-				return true;
-	for (struct sapply *s = vol->applying; s; s = s->next)
-		if (overlaps(&s->io, &a->io))
-			return true;
-	for (struct sapply *s = vol->apply_wait_head; s && s != upto; s = s->next)
-		if (overlaps(&s->io, &a->io))
-			return true;
-	return false;
-}
-
-static bool applying_overlaps(const struct repl_volume *vol, const struct repl_io *io)
-{
-	for (const struct sapply *s = vol->applying; s; s = s->next)
-		if (overlaps(&s->io, io))
-			return true;
-	for (const struct sapply *s = vol->apply_wait_head; s; s = s->next)
-		if (overlaps(&s->io, io))
-			return true;
-	return false;
-}
-
-static void apply_submit(struct repl_volume *vol, struct sapply *a)
-{
-	a->next = vol->applying;
-	vol->applying = a;
-	vol->inflight++;
-	repl__iopool_submit(vol->pool, &a->io);
-}
-
-static void apply_unblock(struct repl_volume *vol)
-{
-	struct sapply **pp = &vol->apply_wait_head, *a, *prev = NULL;
-
-	while ((a = *pp)) {
-		if (blocked(vol, a, a)) {
-			prev = a;
-			pp = &a->next;
-			continue;
-		}
-		*pp = a->next;
-		if (vol->apply_wait_tail == a)
-			vol->apply_wait_tail = prev;
-		apply_submit(vol, a);
-	}
-}
-
-static void apply_done(struct repl_io *io)
-{
-	struct sapply *a = (struct sapply *)io;
-	struct repl_volume *vol = a->p->vol;
-	struct sapply **pp;
-
-	vol->inflight--;
-	for (pp = &vol->applying; *pp != a; pp = &(*pp)->next)
-		;
-	*pp = a->next;
-	if (io->result < 0)
-		plog_errno(LOG_ERR, vol->name, -io->result, "applying a write from %s",
-			   a->p->node);
-	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
-		repl__peer_send_ack(a->p, a->seq, io->result);
-	repl__buf_put(a->mem);
-	free(a);
-	apply_unblock(vol);
-	local_unblock(vol);	/* a promotion's writes may wait for it */
-}
-
-void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
-		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem)
-{
-	struct repl_volume *vol = p->vol;
-	struct sapply *a = calloc(1, sizeof(*a));
-
-	if (!a) {
-		free(mem);
-		repl__peer_drop(p, "out of memory");
-		return;
-	}
-	if ((op == REPL_IO_WRITE || op == REPL_IO_ZERO || op == REPL_IO_TRIM) &&
-	    !(seq & (UINT64_C(1) << 63)))
-		repl__recent_note(vol, seq, offset, len);
-	a->p = p;
-	a->mem = mem;
-	a->conn_id = p->conn_id;
-	a->seq = seq;
-	a->io = (struct repl_io){ .op = op, .flags = flags, .offset = offset,
-				  .len = len, .buf = data, .done = apply_done };
-	if (blocked(vol, a, NULL)) {
-		if (vol->apply_wait_tail)
-			vol->apply_wait_tail->next = a;
-		else
-			vol->apply_wait_head = a;
-		vol->apply_wait_tail = a;
-		return;
-	}
-	apply_submit(vol, a);
 }
 
 /* ---- quorum ---------------------------------------------------------------- */
@@ -981,7 +676,7 @@ void repl_volume_set_quorate(struct repl_volume *vol, bool quorate)
 		return;
 	}
 	plog(LOG_NOTICE, vol->name, "quorum is back: I/O resumes");
-	thaw(vol);
+	repl__rep_thaw(vol);
 	for (io = take_held(vol); io; io = next) {
 		next = io->next;
 		repl__volume_io(vol, io);
@@ -989,7 +684,7 @@ void repl_volume_set_quorate(struct repl_volume *vol, bool quorate)
 	repl__changed(vol);
 }
 
-static void fail_frozen(struct repl_volume *vol, int err)
+void repl__rep_fail_frozen(struct repl_volume *vol, int err)
 {
 	struct vwrite *w = vol->frozen, *next;
 	struct repl_io *io, *inext;
@@ -1007,70 +702,14 @@ static void fail_frozen(struct repl_volume *vol, int err)
 	}
 }
 
-void repl_volume_step_down(struct repl_volume *vol)
-{
-	if (vol->role != REPL_PRIMARY)
-		return;
-	{
-		unsigned nw = 0, nf = 0, nh = 0, nl = 0;
-		for (struct vwrite *w = vol->writes; w; w = w->vnext)
-			nw++;
-		for (struct vwrite *w = vol->frozen; w; w = w->wnext)
-			nf++;
-		for (struct repl_io *io = vol->held_head; io; io = io->next)
-			nh++;
-		for (struct vwrite *w = vol->local_wait; w; w = w->lnext)
-			nl++;
-		plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
-		     "cut off: stepping down; %u write(s) in flight, %u held for acks, "
-		     "%u request(s) held, %u waiting locally: failed, never acknowledged",
-		     nw, nf, nh, nl);
-	}
-	repl__writes_check(vol, "step down", false);
-	/* Whenever what is in flight ends, it is answered with an error. */
-	for (struct vwrite *w = vol->writes; w; w = w->vnext)
-		w->result = -ESHUTDOWN;
-	repl__timer_del(vol->eng, &vol->freeze_timer);
-	freeze_clear(vol);
-	fail_frozen(vol, -ESHUTDOWN);
-	/* Nothing this replica wrote since the cut was acknowledged, and
-	 * writes in flight at the cut may be on this disk alone: it starts
-	 * over as a blank replica and takes the new Primary's data. */
-	repl__volume_start_over(vol, "re-deciding after stepping down");
-	repl__writes_check(vol, "step down", false);
-}
-
-void repl__volume_start_over(struct repl_volume *vol, const char *why)
-{
-	repl__window_free(vol);
-	repl__nbd_conns_drop_volume(vol->eng, vol);
-	if (repl__volume_make_blank(vol) < 0)
-		plog(LOG_ERR, vol->name, "cannot record that this replica starts over");
-	for (unsigned i = 0; i < vol->n_peers; i++) {
-		vol->peers[i]->took_primary = false;
-		vol->peers[i]->gen_pending = 0;	/* blank now */
-		if (vol->peers[i]->conn != PC_IDLE)
-			repl__peer_drop(vol->peers[i], why);
-		repl__peer_retry(vol->peers[i]);
-	}
-	repl__changed(vol);
-}
-
 /* Is a write in flight here over [off, off + len)?  The Primary's own, or
  * one of a Primary this replica followed before its promotion, still being
  * applied: a resync (or verify) read of that range would take the data
  * from before it, and the write then lands here only. */
 bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len)
 {
-	const struct sapply *lists[2] = { vol->applying, vol->apply_wait_head };
-
 	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
 		if (w->io->len && w->io->offset < off + len && off < w->io->offset + w->io->len)
 			return true;
-	for (unsigned i = 0; i < 2; i++)
-		for (const struct sapply *s = lists[i]; s; s = s->next)
-			if (s->io.op != REPL_IO_FLUSH && s->io.len &&
-			    s->io.offset < off + len && off < s->io.offset + s->io.len)
-				return true;
-	return false;
+	return repl__apply_overlaps_range(vol, off, len);
 }

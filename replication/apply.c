@@ -1,0 +1,163 @@
+/* apply.c: a Secondary applying the writes of the Primary it follows.
+ * Writes (and trims, zeroes, flushes) are applied in parallel on the I/O
+ * pool, except that one overlapping a write still in flight waits for it:
+ * overlapping writes land in the order the Primary sent them.  Each is
+ * acknowledged on the connection that brought it, once done.  The
+ * Primary's side is replicate.c; it only asks what is being applied
+ * (repl__apply_overlaps), tells it when its own write ends
+ * (repl__apply_unblock: after a step-down, data waits for the old
+ * Primary's writes still running) and is told when an apply ends through
+ * vol->apply_observer, so nothing here calls up into it.  Not here: which
+ * frames are taken from whom (peer.c), resync data (resync.c).  Loop
+ * thread only. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "bufpool.h"
+#include "log.h"
+#include "peer.h"
+
+struct sapply {
+	struct repl_io io;
+	void *mem;			/* holds io.buf */
+	struct peer *p;
+	uint64_t conn_id;		/* answer only the connection that asked */
+	uint64_t seq;
+	struct sapply *next;
+};
+
+static bool overlaps(const struct repl_io *a, const struct repl_io *b)
+{
+	if (a->op == REPL_IO_FLUSH || b->op == REPL_IO_FLUSH)
+		return false;
+	return a->offset < b->offset + b->len && b->offset < a->offset + a->len;
+}
+
+static bool changes_data(enum repl_io_op op)
+{
+	return op == REPL_IO_WRITE || op == REPL_IO_TRIM || op == REPL_IO_ZERO;
+}
+
+static bool blocked(struct repl_volume *vol, const struct sapply *a, const struct sapply *upto)
+{
+	/* A Primary that stepped down (repl_volume_step_down()) failed its
+	 * writes in flight, but those already running still reach the
+	 * store: the new Primary's data for their range (its resync, its
+	 * writes) lands after them, or theirs would stay here, where no
+	 * bitmap knows of it (sim seed 4232).  They end by themselves. */
+	if (vol->role != REPL_PRIMARY)
+		for (const struct vwrite *o = vol->writes; o; o = o->vnext)
+			if (o->local_busy && changes_data(o->local.op) &&
+			    overlaps(&o->local, &a->io))
+				return true;
+	for (struct sapply *s = vol->applying; s; s = s->next)
+		if (overlaps(&s->io, &a->io))
+			return true;
+	for (struct sapply *s = vol->apply_wait_head; s && s != upto; s = s->next)
+		if (overlaps(&s->io, &a->io))
+			return true;
+	return false;
+}
+
+bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *io)
+{
+	for (const struct sapply *s = vol->applying; s; s = s->next)
+		if (overlaps(&s->io, io))
+			return true;
+	for (const struct sapply *s = vol->apply_wait_head; s; s = s->next)
+		if (overlaps(&s->io, io))
+			return true;
+	return false;
+}
+
+static void apply_submit(struct repl_volume *vol, struct sapply *a)
+{
+	a->next = vol->applying;
+	vol->applying = a;
+	vol->inflight++;
+	repl__iopool_submit(vol->pool, &a->io);
+}
+
+void repl__apply_unblock(struct repl_volume *vol)
+{
+	struct sapply **pp = &vol->apply_wait_head, *a, *prev = NULL;
+
+	while ((a = *pp)) {
+		if (blocked(vol, a, a)) {
+			prev = a;
+			pp = &a->next;
+			continue;
+		}
+		*pp = a->next;
+		if (vol->apply_wait_tail == a)
+			vol->apply_wait_tail = prev;
+		apply_submit(vol, a);
+	}
+}
+
+static void apply_done(struct repl_io *io)
+{
+	struct sapply *a = (struct sapply *)io;
+	struct repl_volume *vol = a->p->vol;
+	struct sapply **pp;
+
+	vol->inflight--;
+	for (pp = &vol->applying; *pp != a; pp = &(*pp)->next)
+		;
+	*pp = a->next;
+	if (io->result < 0)
+		plog_errno(LOG_ERR, vol->name, -io->result, "applying a write from %s",
+			   a->p->node);
+	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
+		repl__peer_send_ack(a->p, a->seq, io->result);
+	repl__buf_put(a->mem);
+	free(a);
+	repl__apply_unblock(vol);
+	if (vol->apply_observer)
+		vol->apply_observer(vol);	/* a promotion's writes may wait for it */
+}
+
+void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
+		     unsigned flags, uint64_t offset, uint32_t len, void *data, void *mem)
+{
+	struct repl_volume *vol = p->vol;
+	struct sapply *a = calloc(1, sizeof(*a));
+
+	if (!a) {
+		free(mem);
+		repl__peer_drop(p, "out of memory");
+		return;
+	}
+	if ((op == REPL_IO_WRITE || op == REPL_IO_ZERO || op == REPL_IO_TRIM) &&
+	    !(seq & (UINT64_C(1) << 63)))
+		repl__recent_note(vol, seq, offset, len);
+	a->p = p;
+	a->mem = mem;
+	a->conn_id = p->conn_id;
+	a->seq = seq;
+	a->io = (struct repl_io){ .op = op, .flags = flags, .offset = offset,
+				  .len = len, .buf = data, .done = apply_done };
+	if (blocked(vol, a, NULL)) {
+		if (vol->apply_wait_tail)
+			vol->apply_wait_tail->next = a;
+		else
+			vol->apply_wait_head = a;
+		vol->apply_wait_tail = a;
+		return;
+	}
+	apply_submit(vol, a);
+}
+
+bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len)
+{
+	const struct sapply *lists[2] = { vol->applying, vol->apply_wait_head };
+
+	for (unsigned i = 0; i < 2; i++)
+		for (const struct sapply *s = lists[i]; s; s = s->next)
+			if (s->io.op != REPL_IO_FLUSH && s->io.len &&
+			    s->io.offset < off + len && off < s->io.offset + s->io.len)
+				return true;
+	return false;
+}

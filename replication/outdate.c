@@ -1,0 +1,255 @@
+/* outdate.c: what a Primary does when it loses a peer, and what any
+ * replica does when it must give up being Primary.  A peer that was in
+ * sync is recorded Outdated here and on the other replicas (or by the
+ * cluster) before any further write is acknowledged; the new generation
+ * for it waits for that confirmation, or for the timeout.  Stepping down
+ * (another replica was promoted while this one was cut off) fails what is
+ * in flight and starts over blank.  The write path itself (sending,
+ * acknowledging, the bitmap flushes, holding and releasing the
+ * acknowledgements) is replicate.c's, which this file calls down into
+ * and which calls nothing here.  Loop thread only. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "log.h"
+#include "meta.h"
+#include "peer.h"
+#include "sys.h"
+#include "util.h"
+
+/* The lost peer p gets a new generation here (its bitmap generation is
+ * what it holds): from now on this replica's data is ahead of it. */
+static void new_gen_for(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+	struct gen_side g;
+	uint64_t id = p->gen_pending;
+
+	p->gen_pending = 0;
+	repl__peer_gen_side(vol, (int)p->idx, &g);
+	g.primary = true;
+	if (gen_on_disconnect_primary(&g, id) < 0)
+		return;
+	repl__gen_store(&sb, (int)p->idx, &g);
+	if (meta_update(vol->meta, &sb) < 0)
+		plog(LOG_ERR, vol->name, "cannot record a new generation for %s", p->node);
+	repl__peers_tell_state(vol);
+}
+
+/* The outdates are confirmed (or the wait for them timed out): the
+ * generations they deferred are made, before any held write is
+ * acknowledged. */
+static void new_gens_pending(struct repl_volume *vol)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (vol->peers[i]->gen_pending)
+			new_gen_for(vol->peers[i]);
+}
+
+void repl__rep_gen_catch_up(struct peer *p)
+{
+	if (p->gen_pending)
+		new_gen_for(p);
+}
+
+/* No confirmation is awaited any more; one that comes late is ignored. */
+static void freeze_clear(struct repl_volume *vol)
+{
+	vol->freeze = 0;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		vol->peers[i]->outdate_waits = 0;
+}
+
+static void freeze_timeout(void *arg)
+{
+	struct repl_volume *vol = arg;
+
+	vol->freeze_timer = NULL;
+	if (!vol->freeze)
+		return;
+	plog(LOG_WARNING, vol->name, "other replicas did not confirm the outdate "
+	     "within %u ms: continuing on the local record alone",
+	     vol->outdate_timeout_ms);
+	new_gens_pending(vol);
+	freeze_clear(vol);
+	repl__rep_thaw(vol);
+}
+
+/* The peer will not see writes from now on: say so durably, here and on
+ * the other connected replicas, before acknowledging anything further.
+ * The new generation waits for that confirmation, as DRBD's new current
+ * UUID waits for the fence-peer handler with I/O suspended: a Primary cut
+ * off without quorum acknowledges nothing more, and if it crashes so, it
+ * comes back with the generation the others hold, its data a prefix of
+ * theirs plus writes nobody was told of (the activity log resyncs them
+ * away), not in a split brain with the Primary promoted meanwhile. */
+static void outdate_peer(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	struct meta_super sb = *meta_get(vol->meta);
+	int r;
+
+	/* Our data first: the peer holds every write acknowledged until now,
+	 * durable here or not; a record of it Outdated lets a crashed
+	 * Primary be promoted without asking it (role.c), so nothing it
+	 * holds may be lost with our power after the record.  Rare enough to
+	 * wait for here, as promotion does. */
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
+		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing before "
+			   "recording %s Outdated", p->node);
+	p->gen_pending = meta_new_gen();
+	sb.peers[p->idx].disk_state = META_OUTDATED;
+	r = meta_update(vol->meta, &sb);
+	if (r < 0)
+		plog_errno(LOG_ERR, vol->name, -r, "cannot record %s as Outdated", p->node);
+	else
+		plog(LOG_WARNING, vol->name, "peer %s is gone: recorded as Outdated", p->node);
+	/* Cluster mode: the group records it; that alone releases the acks,
+	 * with no timeout (a partition without quorum never confirms). */
+	if (vol->eng->hooks.outdate &&
+	    vol->eng->hooks.outdate(vol->eng->hooks.arg, vol, p->node, ++vol->outdate_token) == 0) {
+		vol->freeze++;
+		for (unsigned i = 0; i < vol->n_peers; i++) {
+			struct peer *o = vol->peers[i];
+			if (o != p && repl__peer_up(o))
+				repl__peer_send_outdate(o, p, vol->outdate_token);
+		}
+		return;
+	}
+	/* Each notice has its token; only its confirmation counts (any
+	 * other STATE of the peer says nothing about this record). */
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *o = vol->peers[i];
+		if (o == p || !repl__peer_up(o) ||
+		    repl__peer_send_outdate(o, p, ++vol->outdate_token) < 0)
+			continue;
+		vol->freeze++;
+		o->outdate_waits++;
+		o->outdate_wait_token = vol->outdate_token;
+	}
+	if (!vol->freeze)
+		new_gen_for(p);	/* nobody to confirm: at once */
+	if (vol->freeze && !vol->freeze_timer)
+		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
+				&vol->freeze_timer);
+}
+
+/* Held acknowledgements are failed, not given: a stop must not turn a
+ * write the cluster has not secured into a success. */
+void repl__rep_close(struct repl_volume *vol)
+{
+	vol->closing = true;
+	repl__timer_del(vol->eng, &vol->freeze_timer);
+	repl__timer_del(vol->eng, &vol->intent_timer);
+	repl__timer_del(vol->eng, &vol->al_timer);
+	repl__rep_al_fail_waiting(vol);
+	/* The held writes are on this disk: a stop without the confirmation
+	 * keeps this replica ahead of the lost peer, as it is. */
+	new_gens_pending(vol);
+	freeze_clear(vol);
+	repl__rep_fail_frozen(vol, -ESHUTDOWN);
+}
+
+void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
+{
+	if (!vol->freeze)
+		return;
+	plog(LOG_INFO, vol->name, "the cluster recorded the outdate (%llu)",
+	     (unsigned long long)token);
+	if (--vol->freeze == 0) {
+		new_gens_pending(vol);
+		repl__rep_thaw(vol);
+	}
+}
+
+/* p confirmed the notice with this token: it, and the notices sent to p
+ * before it (p handles them in order), are recorded there. */
+void repl__rep_outdate_confirmed(struct peer *p, uint64_t token)
+{
+	struct repl_volume *vol = p->vol;
+
+	if (vol->eng->hooks.outdate)
+		return;		/* the group confirms, not the peers */
+	if (!p->outdate_waits || token != p->outdate_wait_token)
+		return;		/* not the last notice we sent it: wait for that one */
+	vol->freeze -= MIN(vol->freeze, p->outdate_waits);
+	p->outdate_waits = 0;
+	if (vol->freeze == 0) {
+		repl__timer_del(vol->eng, &vol->freeze_timer);
+		new_gens_pending(vol);
+		repl__rep_thaw(vol);
+	}
+}
+
+void repl__rep_peer_down(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	bool was_in_sync = p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE;
+
+	repl__rs_stop(p);
+	/* Its confirmations cannot come any more (a new link confirms only
+	 * its own notices): what it owed stays held until the timeout. */
+	p->outdate_waits = 0;
+	/* What it acknowledged and may have lost with its power goes to its
+	 * bitmap, written out with the record below or the next flush. */
+	repl__rep_unfl_lost(p);
+	/* The record comes first: no write may complete before it. */
+	if (vol->role == REPL_PRIMARY && was_in_sync && !vol->closing)
+		outdate_peer(p);
+	repl__rep_unacked_lost(p);
+	p->peer_role = REPL_SECONDARY;
+	p->peer_disk = GEN_DISK_UNKNOWN;
+}
+
+void repl_volume_step_down(struct repl_volume *vol)
+{
+	if (vol->role != REPL_PRIMARY)
+		return;
+	{
+		unsigned nw = 0, nf = 0, nh = 0, nl = 0;
+		for (struct vwrite *w = vol->writes; w; w = w->vnext)
+			nw++;
+		for (struct vwrite *w = vol->frozen; w; w = w->wnext)
+			nf++;
+		for (struct repl_io *io = vol->held_head; io; io = io->next)
+			nh++;
+		for (struct vwrite *w = vol->local_wait; w; w = w->lnext)
+			nl++;
+		plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
+		     "cut off: stepping down; %u write(s) in flight, %u held for acks, "
+		     "%u request(s) held, %u waiting locally: failed, never acknowledged",
+		     nw, nf, nh, nl);
+	}
+	repl__writes_check(vol, "step down", false);
+	/* Whenever what is in flight ends, it is answered with an error. */
+	for (struct vwrite *w = vol->writes; w; w = w->vnext)
+		w->result = -ESHUTDOWN;
+	repl__timer_del(vol->eng, &vol->freeze_timer);
+	freeze_clear(vol);
+	repl__rep_fail_frozen(vol, -ESHUTDOWN);
+	/* Nothing this replica wrote since the cut was acknowledged, and
+	 * writes in flight at the cut may be on this disk alone: it starts
+	 * over as a blank replica and takes the new Primary's data. */
+	repl__volume_start_over(vol, "re-deciding after stepping down");
+	repl__writes_check(vol, "step down", false);
+}
+
+void repl__volume_start_over(struct repl_volume *vol, const char *why)
+{
+	repl__window_free(vol);
+	repl__nbd_conns_drop_volume(vol->eng, vol);
+	if (repl__volume_make_blank(vol) < 0)
+		plog(LOG_ERR, vol->name, "cannot record that this replica starts over");
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		vol->peers[i]->took_primary = false;
+		vol->peers[i]->gen_pending = 0;	/* blank now */
+		if (vol->peers[i]->conn != PC_IDLE)
+			repl__peer_drop(vol->peers[i], why);
+		repl__peer_retry(vol->peers[i]);
+	}
+	repl__changed(vol);
+}
