@@ -196,22 +196,6 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t off)
 	return (size_t)n == len ? 0 : -EIO;
 }
 
-static int fsync_dir(const char *path)
-{
-	char *copy = strdup(path);
-	int fd, r = 0;
-
-	if (!copy)
-		return -ENOMEM;
-	fd = repl__sys->open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0 || repl__sys->fsync(fd) < 0)
-		r = -errno;
-	if (fd >= 0)
-		repl__sys->close(fd);
-	free(copy);
-	return r;
-}
-
 /* A new file for c (header, an all-clear bitmap), made whole before it
  * appears under its name. */
 static int ckpt_create_file(struct ckpt *c)
@@ -238,7 +222,7 @@ static int ckpt_create_file(struct ckpt *c)
 		r = -errno;
 	/* Renamed but maybe not durably: it must not come back as complete
 	 * after a restart, since nothing marks it meanwhile. */
-	if (!r && (r = fsync_dir(c->path)) < 0)
+	if (!r && (r = repl__fsync_dir_of(c->path)) < 0)
 		(void)repl__sys->unlink(c->path);
 	if (r && fd >= 0)
 		(void)repl__sys->unlink(tmp);
@@ -345,7 +329,7 @@ static int local_delete(struct cbt *cbt, const char *name)
 	if (repl__sys->unlink(c->path) < 0 && errno != ENOENT)
 		r = -errno;
 	else
-		(void)fsync_dir(c->path);
+		(void)repl__fsync_dir_of(c->path);
 	plog(LOG_NOTICE, cbt->vol->name, "checkpoint %s deleted", name);
 	ckpt_free(c);
 	return r;

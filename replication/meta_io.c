@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -125,19 +124,10 @@ int repl__meta_bitmaps_write_all(const struct meta *m, int fd)
 
 int repl__meta_fsync_dir_of(const char *path)
 {
-	char *copy = strdup(path);
-	int fd, err = 0;
+	int err = repl__fsync_dir_of(path);
 
-	if (!copy)
-		return -ENOMEM;
-	fd = repl__sys->open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
-	if (fd < 0 || repl__sys->fsync(fd) < 0)
-		err = -errno;
 	if (err)
 		log_err_errno(-err, "meta %s: fsync of its directory", path);
-	if (fd >= 0)
-		repl__sys->close(fd);
-	free(copy);
 	return err;
 }
 

@@ -4,11 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <libgen.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
@@ -201,6 +203,22 @@ void repl_sys_set(const struct repl_sys_ops *ops)
 
 	repl__sys = sim ? ops : &repl__sys_posix;
 	util_set_sources(sim ? ops->now_ns : NULL, sim ? ops->random : NULL);
+}
+
+int repl__fsync_dir_of(const char *path)
+{
+	char *copy = strdup(path);
+	int fd, err = 0;
+
+	if (!copy)
+		return -ENOMEM;
+	fd = repl__sys->open(dirname(copy), O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0);
+	if (fd < 0 || repl__sys->fsync(fd) < 0)
+		err = -errno;
+	if (fd >= 0)
+		repl__sys->close(fd);
+	free(copy);
+	return err;
 }
 
 int repl__full_pread(int fd, void *buf, size_t len, off_t off)

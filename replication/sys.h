@@ -81,6 +81,9 @@ int repl__full_pread(int fd, void *buf, size_t len, off_t off);
 int repl__full_pwrite(int fd, const void *buf, size_t len, off_t off);
 /* The same with pwritev2 flags (RWF_DSYNC for a FUA write). */
 int repl__full_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwflags);
+/* fsync of the directory that holds path (after a rename or create in
+ * it), over repl__sys: 0 or -errno. */
+int repl__fsync_dir_of(const char *path);
 
 /* Simulator pools (pool_kick set): how many I/Os are queued, and run the
  * one at index i of the queue (its ->done runs before this returns). */
