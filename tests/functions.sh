@@ -177,6 +177,7 @@ _cleanup() {
 	for ((i = ${#_cleanup_stack[@]} - 1; i >= 0; i--)); do
 		eval "${_cleanup_stack[$i]}" || true
 	done
+	declare -F _release_ports >/dev/null && _release_ports
 	if [ -n "${TESTDIR:-}" ] && [ -d "$TESTDIR" ] && [ -z "${KEEP_TESTDIR:-}" ]; then
 		rm -rf "$TESTDIR"
 	elif [ -n "${TESTDIR:-}" ]; then
@@ -451,26 +452,54 @@ tcp_listening() {
 		END { exit !f }' /proc/net/tcp /proc/net/tcp6 2>/dev/null
 }
 
-# free_port: print a TCP port on 127.0.0.1 that nothing listens on right now
-# and that this test has not handed out before (two nodes of one
-# configuration got the same random port once in CI: the daemon refuses
-# such a file; $TESTDIR/ports remembers them, as the calls run in
-# subshells); callers retry if the daemon then fails to bind: see
-# start_replagentd_tcp.
+# free_port: print a TCP port on 127.0.0.1 that nothing listens on right
+# now and that no running test has handed out: two nodes of one
+# configuration got the same random port once in CI, and twice a port
+# went to two tests running side by side (make -j2), so that one daemon
+# could not listen.  Every port handed out is recorded in
+# $PORT_REGISTRY/PORT (holding the owning test's $TESTDIR, under a lock);
+# an entry whose test directory is gone is free again, and _cleanup
+# removes this test's own.  The range stays below the kernel's
+# ephemeral ports (ip_local_port_range), which outgoing connections take
+# at any moment.  Callers still retry if the daemon then fails to bind
+# (something outside the tests took the port): see start_replagentd_tcp.
+PORT_REGISTRY=${PORT_REGISTRY:-/tmp/replagent-test-ports}
 free_port() {
-	local p i
-	for i in $(seq 1 50); do
-		p=$((20000 + RANDOM % 20000))
-		grep -qx "$p" "$TESTDIR/ports" 2>/dev/null && continue
+	local p i lock owner lo=20000 hi=32767 eph
+	read -r eph _ </proc/sys/net/ipv4/ip_local_port_range 2>/dev/null || eph=32768
+	[ "$eph" -gt $((lo + 1000)) ] && [ "$eph" -le "$hi" ] && hi=$((eph - 1))
+	mkdir -p "$PORT_REGISTRY" || hard_error "cannot create $PORT_REGISTRY"
+	exec {lock}>"$PORT_REGISTRY/.lock" || hard_error "cannot open $PORT_REGISTRY/.lock"
+	flock "$lock" || hard_error "cannot lock $PORT_REGISTRY/.lock"
+	for i in $(seq 1 100); do
+		p=$((lo + RANDOM % (hi - lo + 1)))
+		if [ -e "$PORT_REGISTRY/$p" ]; then
+			owner=$(cat "$PORT_REGISTRY/$p" 2>/dev/null)
+			[ -n "$owner" ] && [ -d "$owner" ] && continue
+		fi
 		tcp_listening "$p" && continue
 		if "$PYTHON" -c 'import socket,sys
 s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1])))' "$p" 2>/dev/null; then
+			echo "$TESTDIR" >"$PORT_REGISTRY/$p"
 			echo "$p" >>"$TESTDIR/ports"
+			exec {lock}>&-
 			echo "$p"
 			return 0
 		fi
 	done
+	exec {lock}>&-
 	hard_error "no free TCP port found"
+}
+
+# _release_ports: this test's entries leave the registry (from _cleanup).
+_release_ports() {
+	local p
+	[ -f "$TESTDIR/ports" ] || return 0
+	while read -r p; do
+		[ "$(cat "$PORT_REGISTRY/$p" 2>/dev/null)" = "$TESTDIR" ] &&
+			rm -f "$PORT_REGISTRY/$p"
+	done <"$TESTDIR/ports"
+	return 0
 }
 
 QIO_TIMEOUT=${QIO_TIMEOUT:-20}
