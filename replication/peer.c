@@ -469,6 +469,22 @@ static const struct repl_link_ops peer_link_ops = {
 
 /* ---- connecting ------------------------------------------------------------------- */
 
+/* A connection attempt failed (refused, unreachable, ...): retried with
+ * the backoff.  Logged once per reason, not on every retry, so that a
+ * peer that is not listening (not started, or its port is taken) shows
+ * in the log and not only in the status. */
+static void connect_failed(struct peer *p, int err)
+{
+	char why[sizeof(p->reason)];
+
+	snprintf(why, sizeof(why), "cannot connect: %s", strerror(err));
+	if (strcmp(why, p->reason) != 0)
+		plog(LOG_INFO, p->vol->name, "peer %s: cannot connect to %s:%s: %s (retrying)",
+		     p->node, p->host, p->port, strerror(err));
+	memcpy(p->reason, why, sizeof(why));
+	schedule_reconnect(p);
+}
+
 static void connect_done(void *arg, int fd, unsigned revents)
 {
 	struct peer *p = arg;
@@ -480,9 +496,8 @@ static void connect_done(void *arg, int fd, unsigned revents)
 	if (err) {
 		repl__sys->close(fd);
 		p->conn = PC_IDLE;
-		set_reason(p, "cannot connect: %s", strerror(err ? err : errno));
 		p->link = REPL_LINK_CONNECTING;
-		schedule_reconnect(p);
+		connect_failed(p, err);
 		return;
 	}
 	p->l = repl__link_new(p->vol, fd, p, p->node, &peer_link_ops);
@@ -529,10 +544,8 @@ static void reconnect_fire(void *arg)
 		return;
 	}
 	r = connect_start(p);
-	if (r < 0) {
-		set_reason(p, "cannot connect: %s", strerror(-r));
-		schedule_reconnect(p);
-	}
+	if (r < 0)
+		connect_failed(p, -r);
 }
 
 static void schedule_reconnect(struct peer *p)
