@@ -1,6 +1,6 @@
 /* engine.c: the engine object: the loop it was given, its volumes, its NBD
- * listeners and connections, and the clean stop that drains them.  It is
- * the only file that calls the loop ops table. */
+ * listeners and connections, and the clean stop that drains them.  The
+ * fd and timer helpers on that loop are loop.c's. */
 #include "config.h"
 
 #include <errno.h>
@@ -11,36 +11,6 @@
 #include "nbd_tls.h"
 #include "repl_int.h"
 #include "resize.h"
-
-int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg)
-{
-	return eng->loop.ops->fd_add(eng->loop.data, fd, events, fn, arg);
-}
-
-int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events)
-{
-	return eng->loop.ops->fd_mod(eng->loop.data, fd, events);
-}
-
-void repl__fd_del(struct repl_engine *eng, int fd)
-{
-	eng->loop.ops->fd_del(eng->loop.data, fd);
-}
-
-int repl__timer_add(struct repl_engine *eng, uint64_t ms, repl_timer_fn fn, void *arg,
-		    void **handle)
-{
-	return eng->loop.ops->timer_add(eng->loop.data, ms, fn, arg, handle);
-}
-
-/* Cancels *handle if armed and clears it. */
-void repl__timer_del(struct repl_engine *eng, void **handle)
-{
-	if (*handle) {
-		eng->loop.ops->timer_del(eng->loop.data, *handle);
-		*handle = NULL;
-	}
-}
 
 int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 {

@@ -4,8 +4,11 @@
  * both sides (wire.h: HMAC over the shared key), exchanges VOLUME frames and
  * lets gen.c decide (peer_state.c): in sync, who resyncs from whom, or
  * StandAlone (split brain, unrelated data, a different volume).  After
- * that, frames are dispatched by type to replicate.c, apply.c, resync.c
- * and the others.  The frames we send are built in peer_send.c.
+ * that, each frame is checked (its range, whether its sender may send it)
+ * and handed to the engine through the peer_hooks table it was given
+ * (peer.h; volume.c's), which names the modules above: this file and
+ * peer_state.c call none of them.  The frames we send are built in
+ * peer_send.c.
  *
  * The socket, the framing and the handshake are link.c's; it reports
  * through peer_link_ops.  Reconnects back off from 250 ms to 10 s; a link
@@ -28,11 +31,9 @@
 #include "link.h"
 #include "log.h"
 #include "meta.h"
-#include "cbt.h"
 #include "handshake.h"
 #include "peer.h"
 #include "sys.h"
-#include "resize.h"
 #include "util.h"
 #include "wire.h"
 
@@ -65,7 +66,7 @@ static void primary_lost(struct repl_volume *vol, struct peer *gone)
 		struct peer *o = vol->peers[i];
 		if (o != gone && repl__peer_up(o) && o->peer_role == REPL_PRIMARY) {
 			vol->lost_primary = false;
-			repl__recent_ask(o);
+			o->hooks->recent_ask(o);
 			return;
 		}
 	}
@@ -90,11 +91,9 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 		p->cfd = -1;
 	}
 	p->conn = PC_IDLE;
-	if (was_up) {
-		repl__verify_peer_down(p);
-		repl__rep_peer_down(p);
-		repl__window_peer_down(p);
-	}
+	if (was_up)
+		for (unsigned i = 0; i < PEER_DOWN_OBSERVERS; i++)
+			p->hooks->down[i](p);
 	if (why) {
 		set_reason(p, "%s", why);
 		plog(standalone ? LOG_ERR : LOG_WARNING, p->vol->name, "peer %s: %s%s",
@@ -106,7 +105,7 @@ static void peer_down(struct peer *p, const char *why, bool standalone)
 	if (!standalone && !p->vol->eng->stopping && !p->vol->down)
 		schedule_reconnect(p);
 	if (was_up)
-		repl__changed(p->vol);
+		p->hooks->changed(p->vol);
 }
 
 void repl__peer_drop(struct peer *p, const char *why)
@@ -208,14 +207,14 @@ static void on_data(struct peer *p, const struct wire_msg *m, uint8_t *payload)
 		return;
 	}
 	if (m->type == WIRE_RS_DATA) {
-		repl__rs_on_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
+		p->hooks->rs_data(p, m->seq, w->offset, w->len, (void *)w->data, payload);
 		return;
 	}
 	if (!take_from_primary(p, m->type)) {
 		free(payload);
 		return;
 	}
-	repl__rep_apply(p, m->seq, REPL_IO_WRITE, io_flags(w->flags), w->offset, w->len,
+	p->hooks->apply(p, m->seq, REPL_IO_WRITE, io_flags(w->flags), w->offset, w->len,
 			(void *)w->data, payload);
 }
 
@@ -228,12 +227,12 @@ static void on_range(struct peer *p, const struct wire_msg *m)
 		return;
 	}
 	if (m->type == WIRE_RS_ZERO) {
-		repl__rs_on_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
+		p->hooks->rs_data(p, m->seq, r->offset, (uint32_t)r->len, NULL, NULL);
 		return;
 	}
 	if (!take_from_primary(p, m->type))
 		return;
-	repl__rep_apply(p, m->seq, range_op(m->type), io_flags(r->flags), r->offset,
+	p->hooks->apply(p, m->seq, range_op(m->type), io_flags(r->flags), r->offset,
 			(uint32_t)r->len, NULL, NULL);
 }
 
@@ -246,7 +245,7 @@ static void on_rs_request(struct peer *p, const struct wire_range *r)
 		return;
 	}
 	meta_bits_set_range(p->vol->meta, p->idx, r->offset, r->len);
-	repl__rs_more(p);
+	p->hooks->rs_more(p);
 }
 
 static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
@@ -263,30 +262,30 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		break;
 	case WIRE_FLUSH:
 		if (m->seq & RS_SEQ_BIT)
-			repl__rs_on_flush(p, m->seq);
+			p->hooks->rs_flush(p, m->seq);
 		else
-			repl__rep_apply(p, m->seq, REPL_IO_FLUSH, 0, 0, 0, NULL, NULL);
+			p->hooks->apply(p, m->seq, REPL_IO_FLUSH, 0, 0, 0, NULL, NULL);
 		break;
 	case WIRE_WRITE_ACK:
 	case WIRE_FLUSH_ACK:
 		if (m->u.ack.seq & RS_SEQ_BIT)
-			repl__rs_on_ack(p, m->u.ack.seq, -(int)m->u.ack.error);
+			p->hooks->rs_ack(p, m->u.ack.seq, -(int)m->u.ack.error);
 		else
-			repl__rep_ack(p, m->u.ack.seq, -(int)m->u.ack.error);
+			p->hooks->ack(p, m->u.ack.seq, -(int)m->u.ack.error);
 		break;
 	case WIRE_STATE:
 		repl__peer_on_state(p, &m->u.state);
 		break;
 	case WIRE_VOLUME:
 		if (p->conn == PC_UP)
-			repl__rs_on_done(p, &m->u.volume);
+			p->hooks->rs_done(p, &m->u.volume);
 		else
 			repl__peer_on_volume(p, &m->u.volume);
 		break;
 	case WIRE_PING: {
 		struct wire_msg pong = { .type = WIRE_PING_ACK };
 		if (m->seq && p->peer_role == REPL_PRIMARY)
-			repl__recent_peer_ack(p->vol, m->seq);
+			p->hooks->primary_seq(p->vol, m->seq);
 		repl__peer_send_msg(p, &pong);
 		break;
 	}
@@ -297,19 +296,19 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		break;
 	case WIRE_VERIFY_REQ:
 		if (range_ok(p->vol, m->u.range.offset, m->u.range.len))
-			repl__verify_on_request(p, m->seq, m->u.range.offset,
-						(uint32_t)m->u.range.len);
+			p->hooks->verify_request(p, m->seq, m->u.range.offset,
+						 (uint32_t)m->u.range.len);
 		else
 			repl__peer_drop(p, "verify request outside the volume");
 		break;
 	case WIRE_VERIFY_REPLY:
-		repl__verify_on_reply(p, m->seq, &m->u.verify);
+		p->hooks->verify_reply(p, m->seq, &m->u.verify);
 		break;
 	case WIRE_TAKEOVER:
-		repl__window_on_takeover(p, m->seq, m->u.takeover.flags);
+		p->hooks->takeover(p, m->seq, m->u.takeover.flags);
 		break;
 	case WIRE_HANDOVER:
-		repl__window_on_handover(p, m->seq, &m->u.handover);
+		p->hooks->handover(p, m->seq, &m->u.handover);
 		break;
 	case WIRE_BYE:
 		if (m->u.bye_reason == WIRE_BYE_SIZE)
@@ -321,10 +320,10 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 				  m->u.bye_reason == WIRE_BYE_SPLIT_BRAIN);
 		break;
 	case WIRE_SIZE:
-		repl__resize_peer_size(p, m->u.size);
+		p->hooks->size(p, m->u.size);
 		break;
 	case WIRE_CKPT:
-		repl__cbt_on_msg(p, &m->u.ckpt);
+		p->hooks->ckpt(p, &m->u.ckpt);
 		break;
 	default:
 		repl__peer_drop(p, "unexpected frame");
@@ -435,7 +434,7 @@ static int on_link_authed(struct peer_link *l)
 	plog(LOG_INFO, l->vol->name, "peer %s authenticated", l->p->node);
 	/* It holds the generation it was lost at, and may lack writes made
 	 * here since: say that we are ahead of it before comparing. */
-	repl__rep_gen_catch_up(l->p);
+	l->p->hooks->authed(l->p);
 	return repl__peer_send_volume(l->p);
 }
 
@@ -559,7 +558,7 @@ static void schedule_reconnect(struct peer *p)
 /* ---- volume setup --------------------------------------------------------------- */
 
 static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
-			     const struct repl_peer_config *pc)
+			     const struct repl_peer_config *pc, const struct peer_hooks *hooks)
 {
 	struct peer *p = calloc(1, sizeof(*p));
 
@@ -567,6 +566,7 @@ static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
 		return NULL;
 	p->vol = vol;
 	p->idx = idx;
+	p->hooks = hooks;
 	snprintf(p->node, sizeof(p->node), "%s", pc->node);
 	/* In cluster mode an address may not be known yet: NULL until
 	 * repl__peer_set_address(). */
@@ -587,12 +587,13 @@ static struct peer *peer_new(struct repl_volume *vol, unsigned idx,
 	return p;
 }
 
-int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *cfg)
+int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *cfg,
+		      const struct peer_hooks *hooks)
 {
 	int r;
 
 	for (unsigned i = 0; i < cfg->n_peers; i++) {
-		vol->peers[i] = peer_new(vol, i, &cfg->peers[i]);
+		vol->peers[i] = peer_new(vol, i, &cfg->peers[i], hooks);
 		if (!vol->peers[i])
 			return -ENOMEM;
 		vol->n_peers = i + 1;

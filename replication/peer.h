@@ -1,7 +1,9 @@
 /* peer.h: engine-internal view of the other replicas of a volume: the
- * connection to each (peer.c), what is in flight to it, and the hooks the
- * connection calls back into the volume's replication logic
- * (replicate.c, resync.c).  Loop thread only. */
+ * connection to each (peer.c), what is in flight to it, the table of
+ * hooks through which the connection reports to the volume's replication
+ * logic (struct peer_hooks), and that logic's entry points (replicate.c,
+ * resync.c and the others, which volume.c puts in the table).  Loop
+ * thread only. */
 #ifndef REPL_PEER_H
 #define REPL_PEER_H
 
@@ -46,6 +48,7 @@ struct peer {
 	enum repl_link_state link;
 	char reason[128];
 	struct peer_link *l;		/* socket, buffers, handshake (link.c) */
+	const struct peer_hooks *hooks;	/* the engine above (repl__peers_start) */
 	uint64_t backoff_ms;
 	void *reconnect_timer;
 	/* what the peer told us */
@@ -121,8 +124,60 @@ struct vwrite {
 	uint64_t flush_no[REPL_MAX_PEERS];
 };
 
+/* What the links of a volume report to the engine above them.  peer.c and
+ * peer_state.c check a frame (its range, its sender, the link's state)
+ * and then call one of these: they name none of the modules above them
+ * (replicate.c, apply.c, outdate.c, resync.c, recent.c, verify.c,
+ * window.c, resize.c, cbt.c).  The engine's table is volume.c's, given to
+ * repl__peers_start(); every entry is set. */
+#define PEER_DOWN_OBSERVERS 3
+struct peer_hooks {
+	/* Frames, once checked.  apply: WRITE, TRIM, ZERO or FLUSH of the
+	 * Primary this replica follows (data points into mem, freed when
+	 * applied, or both NULL); ack: of a write or flush we sent. */
+	void (*apply)(struct peer *p, uint64_t seq, enum repl_io_op op, unsigned flags,
+		      uint64_t offset, uint32_t len, void *data, void *mem);
+	void (*ack)(struct peer *p, uint64_t seq, int result);
+	/* A resync: a block (data NULL: zeroes), the source's FLUSH, an ack
+	 * of our block, the source's state at the end; rs_more: regions
+	 * joined p's bitmap, send them; rs_source: start one to p. */
+	void (*rs_data)(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
+			void *data, void *mem);
+	void (*rs_flush)(struct peer *p, uint64_t seq);
+	void (*rs_ack)(struct peer *p, uint64_t seq, int result);
+	void (*rs_done)(struct peer *p, const struct wire_volume *v);
+	void (*rs_more)(struct peer *p);
+	void (*rs_source)(struct peer *p, bool full);
+	/* The Primary's PING: its writes up to seq are on every replica. */
+	void (*primary_seq)(struct repl_volume *vol, uint64_t seq);
+	/* Our Primary was lost and new_primary is another: our recent writes. */
+	void (*recent_ask)(struct peer *new_primary);
+	void (*verify_request)(struct peer *p, uint64_t seq, uint64_t off, uint32_t len);
+	void (*verify_reply)(struct peer *p, uint64_t seq, const struct wire_verify *r);
+	void (*takeover)(struct peer *p, uint64_t seq, uint32_t flags);
+	void (*handover)(struct peer *p, uint64_t seq, const struct wire_handover *h);
+	void (*size)(struct peer *p, uint64_t size);
+	void (*ckpt)(struct peer *p, const struct wire_ckpt *m);
+	/* The handshake: may the link come up with a peer of peer_size bytes
+	 * after the generations decided d (false: wait, why filled)?  authed:
+	 * p proved the key (it holds the generation it was lost at); up: the
+	 * link carries data now (after up_data, checkpoints_up). */
+	bool (*link_ok)(struct peer *p, uint64_t peer_size, enum gen_decision d, char *why,
+			size_t whylen);
+	void (*authed)(struct peer *p);
+	void (*up_data)(struct peer *p, enum gen_decision d);
+	void (*checkpoints_up)(struct peer *p);
+	/* A STATE from p confirmed our outdate notice token. */
+	void (*outdate_confirmed)(struct peer *p, uint64_t token);
+	/* Something the status shows changed. */
+	void (*changed)(struct repl_volume *vol);
+	/* A link that was up went: each observer, in order. */
+	void (*down[PEER_DOWN_OBSERVERS])(struct peer *p);
+};
+
 /* peer.c */
-int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *cfg);
+int repl__peers_start(struct repl_volume *vol, const struct repl_volume_config *cfg,
+		      const struct peer_hooks *hooks);
 /* Says goodbye and closes every connection; the peers stay allocated
  * until repl__peers_free(), since I/O still draining refers to them. */
 void repl__peers_stop(struct repl_volume *vol);

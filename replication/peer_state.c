@@ -14,12 +14,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "cbt.h"
 #include "handshake.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
-#include "resize.h"
 #include "wire.h"
 
 /* A Primary came (connected, or a peer promoted): a resync between this
@@ -220,7 +218,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 		repl__peer_standalone(p, hv.bye, hv.why);
 		return;
 	}
-	if (!repl__resize_link_ok(p, v->size, gv.decision, sz_why, sizeof(sz_why))) {
+	if (!p->hooks->link_ok(p, v->size, gv.decision, sz_why, sizeof(sz_why))) {
 		repl__peer_size_wait(p, sz_why, true);
 		return;
 	}
@@ -249,15 +247,15 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 		p->link = REPL_LINK_CONNECTED;
 		return;
 	}
-	repl__rep_peer_up(p, gv.decision);
+	p->hooks->up_data(p, gv.decision);
 	/* Same generation (rule 4), yet as Primary we recorded regions the
 	 * peer may lack: it took this generation from a Secondary that had
 	 * followed us only so far (rules 40, 10: a resync between
 	 * Secondaries while we were cut off from both), or lost what it had
 	 * not flushed.  Our data is the reference: those regions go to it. */
 	if (local->primary && gv.decision == GEN_NO_SYNC && meta_bits_count(vol->meta, p->idx))
-		repl__rs_start_source(p, false);
-	repl__cbt_peer_up(p);
+		p->hooks->rs_source(p, false);
+	p->hooks->checkpoints_up(p);
 	if (peer->primary)
 		stop_secondary_resyncs(vol, p);
 	/* Our Primary was lost and this is a new one: our recent writes.  (The
@@ -265,9 +263,9 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	if (vol->lost_primary && peer->primary && vol->role != REPL_PRIMARY) {
 		vol->lost_primary = false;
 		if (p->idx != vol->lost_primary_idx)
-			repl__recent_ask(p);
+			p->hooks->recent_ask(p);
 	}
-	repl__changed(vol);
+	p->hooks->changed(vol);
 }
 
 static struct peer *peer_by_id(struct repl_volume *vol, uint32_t id)
@@ -288,7 +286,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	    vol->role != REPL_PRIMARY && vol->lost_primary) {
 		vol->lost_primary = false;
 		if (p->idx != vol->lost_primary_idx)
-			repl__recent_ask(p);
+			p->hooks->recent_ask(p);
 	}
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY)
 		stop_secondary_resyncs(vol, p);
@@ -359,6 +357,6 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		if (o && o != p && repl__peer_up(o))
 			repl__peer_send_state(o, o);
 	} else if (s->confirm && vol->role == REPL_PRIMARY) {
-		repl__rep_outdate_confirmed(p, s->token);
+		p->hooks->outdate_confirmed(p, s->token);
 	}
 }

@@ -169,7 +169,7 @@ struct repl_volume {
 	struct cbt *cbt;		/* checkpoints (cbt.c) */
 };
 
-/* ---- loop helpers (engine.c) ---- */
+/* ---- loop helpers (loop.c) ---- */
 int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg);
 int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events);
 void repl__fd_del(struct repl_engine *eng, int fd);
@@ -186,7 +186,7 @@ int repl__store_open(const char *path, uint64_t create_size, int *fd,
 int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t *dev_size);
 /* Runs io synchronously (worker thread); returns 0 or -errno. */
 int repl__store_exec(int fd, bool blockdev, struct repl_io *io);
-/* Loop helpers for timers. */
+/* Loop helpers for timers (loop.c). */
 int repl__timer_add(struct repl_engine *eng, uint64_t ms, repl_timer_fn fn, void *arg,
 		    void **handle);
 void repl__timer_del(struct repl_engine *eng, void **handle);

@@ -27,6 +27,37 @@
 #define MAX_IO_THREADS 64
 #define INLINE_READ_MAX (64 * 1024)
 
+/* What a volume's links report, and which module takes it (peer.h): the
+ * links (peer.c, peer_state.c) name none of these. */
+static const struct peer_hooks engine_hooks = {
+	.apply = repl__rep_apply,		/* apply.c */
+	.ack = repl__rep_ack,			/* replicate.c */
+	.rs_data = repl__rs_on_data,		/* resync.c */
+	.rs_flush = repl__rs_on_flush,
+	.rs_ack = repl__rs_on_ack,
+	.rs_done = repl__rs_on_done,
+	.rs_more = repl__rs_more,
+	.rs_source = repl__rs_start_source,
+	.primary_seq = repl__recent_peer_ack,	/* recent.c */
+	.recent_ask = repl__recent_ask,
+	.verify_request = repl__verify_on_request,	/* verify.c */
+	.verify_reply = repl__verify_on_reply,
+	.takeover = repl__window_on_takeover,	/* window.c */
+	.handover = repl__window_on_handover,
+	.size = repl__resize_peer_size,		/* resize.c */
+	.link_ok = repl__resize_link_ok,
+	.ckpt = repl__cbt_on_msg,		/* cbt.c */
+	.checkpoints_up = repl__cbt_peer_up,
+	.up_data = repl__rep_peer_up,		/* replicate.c */
+	.authed = repl__rep_gen_catch_up,	/* outdate.c */
+	.outdate_confirmed = repl__rep_outdate_confirmed,
+	.changed = repl__changed,		/* engine.c */
+	/* A verify running over the link ends first, then the writes in
+	 * flight to the peer go to its bitmap (outdate.c), then a
+	 * migration window with it closes. */
+	.down = { repl__verify_peer_down, repl__rep_peer_down, repl__window_peer_down },
+};
+
 /* A new local volume is Primary from the start.  A new replica is a blank
  * Secondary, generation 0.  Over a backing file created just now it is
  * UpToDate, because a sparse new file reads as zeroes like every other new
@@ -187,7 +218,7 @@ static int replication_setup(struct repl_volume *vol, const struct repl_volume_c
 		plog(LOG_WARNING, vol->name, "link-security = none: replica links are "
 		     "authenticated at connection only; anyone on the path can read, "
 		     "alter or inject frames after that");
-	return repl__peers_start(vol, cfg);
+	return repl__peers_start(vol, cfg, &engine_hooks);
 }
 
 /* The tuning a new volume starts with (local ones too, so that status

@@ -1,0 +1,40 @@
+/* loop.c: the bottom of the engine: fds and timers on the loop the caller
+ * gave the engine (struct repl_loop_ops: libqb's in replagentd, the
+ * simulator's own in tests/sim).  It is the only file that calls that
+ * table, and it calls nothing else in the engine, so that every layer
+ * (link.c, peer.c, and the modules above) may use it. */
+#include "config.h"
+
+#include <stddef.h>
+
+#include "repl_int.h"
+
+int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg)
+{
+	return eng->loop.ops->fd_add(eng->loop.data, fd, events, fn, arg);
+}
+
+int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events)
+{
+	return eng->loop.ops->fd_mod(eng->loop.data, fd, events);
+}
+
+void repl__fd_del(struct repl_engine *eng, int fd)
+{
+	eng->loop.ops->fd_del(eng->loop.data, fd);
+}
+
+int repl__timer_add(struct repl_engine *eng, uint64_t ms, repl_timer_fn fn, void *arg,
+		    void **handle)
+{
+	return eng->loop.ops->timer_add(eng->loop.data, ms, fn, arg, handle);
+}
+
+/* Cancels *handle if armed and clears it. */
+void repl__timer_del(struct repl_engine *eng, void **handle)
+{
+	if (*handle) {
+		eng->loop.ops->timer_del(eng->loop.data, *handle);
+		*handle = NULL;
+	}
+}
