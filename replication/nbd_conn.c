@@ -427,12 +427,52 @@ static uint64_t drop_order(const struct nbd_conn *c)
 	return rank << 62 | (c->active_ms & ((UINT64_C(1) << 62) - 1));
 }
 
-/* Room for one more client in the handshake from src: over a limit, one
- * goes (of src, if src is at its own limit).  The list is newest first, so
- * on a tie the older one goes. */
-static void make_room(struct repl_engine *eng, const struct nbd_source *src)
+static int by_source(const void *a, const void *b)
+{
+	const struct nbd_conn *x = *(struct nbd_conn *const *)a;
+	const struct nbd_conn *y = *(struct nbd_conn *const *)b;
+
+	return memcmp(&x->src, &y->src, sizeof(x->src));
+}
+
+/* Over the limit of all handshakes: the victim comes from the source that
+ * holds the most of them, a flood rather than the one client that is
+ * merely slow to send its first option (qemu-io on a loaded machine was
+ * dropped so in CI), and within that source by drop_order; a tie between
+ * sources goes by drop_order too.  hs holds the n handshaking clients. */
+static struct nbd_conn *flood_victim(struct nbd_conn **hs, unsigned n)
 {
 	struct nbd_conn *victim = NULL;
+	unsigned best_run = 0;
+	uint64_t best = UINT64_MAX;
+
+	qsort(hs, n, sizeof(*hs), by_source);
+	for (unsigned i = 0, j; i < n; i = j) {
+		struct nbd_conn *cand = NULL;
+		uint64_t co = UINT64_MAX;
+		for (j = i; j < n && !by_source(&hs[i], &hs[j]); j++) {
+			uint64_t o = drop_order(hs[j]);
+			if (o < co) {
+				co = o;
+				cand = hs[j];
+			}
+		}
+		if (j - i > best_run || (j - i == best_run && co < best)) {
+			best_run = j - i;
+			best = co;
+			victim = cand;
+		}
+	}
+	return victim;
+}
+
+/* Room for one more client in the handshake from src: over a limit, one
+ * goes: of src, if src is at its own limit, else of the source with the
+ * most (flood_victim).  The list is newest first, so on a tie the older
+ * one goes. */
+static void make_room(struct repl_engine *eng, const struct nbd_source *src)
+{
+	struct nbd_conn *victim = NULL, *hs[2 * HANDSHAKES_MAX];
 	uint64_t best = UINT64_MAX;
 	unsigned n = 0, from_src = 0;
 	bool per_source;
@@ -440,12 +480,18 @@ static void make_room(struct repl_engine *eng, const struct nbd_source *src)
 	for (struct nbd_conn *c = eng->conns; c; c = c->next) {
 		if (!in_handshake(c))
 			continue;
+		if (n < ARRAY_SIZE(hs))
+			hs[n] = c;
 		n++;
 		from_src += !memcmp(&c->src, src, sizeof(*src));
 	}
 	per_source = from_src >= HANDSHAKES_PER_SOURCE;
 	if (!per_source && n < HANDSHAKES_MAX)
 		return;
+	if (!per_source && n <= ARRAY_SIZE(hs)) {
+		conn_drop(flood_victim(hs, n), "too many handshakes at once");
+		return;
+	}
 	for (struct nbd_conn *c = eng->conns; c; c = c->next) {
 		uint64_t o;
 		if (!in_handshake(c) || (per_source && memcmp(&c->src, src, sizeof(*src))))
