@@ -24,6 +24,7 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 		return -ENOMEM;
 	eng->loop = *loop;
 	eng->nbd_clients_max = REPL_NBD_CLIENTS_MAX_DEFAULT;
+	eng->changed_first = repl__resize_changed;
 	r = repl__nbd_notify_new(eng);
 	if (r < 0) {
 		free(eng);
@@ -36,13 +37,6 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 void repl_engine_set_hooks(struct repl_engine *eng, const struct repl_hooks *hooks)
 {
 	eng->hooks = *hooks;
-}
-
-void repl__changed(struct repl_volume *vol)
-{
-	repl__resize_changed(vol);
-	if (vol->eng->hooks.changed)
-		vol->eng->hooks.changed(vol->eng->hooks.arg, vol);
 }
 
 void repl_engine_stop(struct repl_engine *eng)

@@ -28,7 +28,6 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "cbt.h"
 #include "log.h"
 #include "repl_int.h"
 #include "sys.h"
@@ -48,21 +47,27 @@ struct iopool {
 	unsigned nthreads, max_threads;
 	unsigned idle;			/* workers waiting for a request */
 	unsigned queued;		/* requests in the queue */
-	struct cbt *cbt;		/* changed-block tracking, or NULL */
+	/* Called on the worker before a write reaches the store (cbt.c's
+	 * changed-block tracking), or NULL. */
+	void (*before_write)(void *arg, uint64_t off, uint64_t len);
+	void *before_write_arg;
 	pthread_t threads[];
 };
 
-/* Runs io; a write's regions are marked in the checkpoints first. */
+/* Runs io; before a write, the before_write hook sees its range. */
 static int exec(struct iopool *p, struct repl_io *io)
 {
-	if (io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO)
-		repl__cbt_before_write(p->cbt, io->offset, io->len);
+	if (p->before_write &&
+	    (io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO))
+		p->before_write(p->before_write_arg, io->offset, io->len);
 	return repl__store_exec(p->fd, p->blockdev, io);
 }
 
-void repl__iopool_set_cbt(struct iopool *p, struct cbt *cbt)
+void repl__iopool_set_before_write(struct iopool *p,
+				   void (*fn)(void *arg, uint64_t off, uint64_t len), void *arg)
 {
-	p->cbt = cbt;
+	p->before_write = fn;
+	p->before_write_arg = arg;
 }
 
 static struct repl_io *pop_queue(struct iopool *p)

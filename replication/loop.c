@@ -1,8 +1,10 @@
-/* loop.c: the bottom of the engine: fds and timers on the loop the caller
- * gave the engine (struct repl_loop_ops: libqb's in replagentd, the
- * simulator's own in tests/sim).  It is the only file that calls that
- * table, and it calls nothing else in the engine, so that every layer
- * (link.c, peer.c, and the modules above) may use it. */
+/* loop.c: the bottom of the engine, where it meets its caller: fds and
+ * timers on the loop the caller gave the engine (struct repl_loop_ops:
+ * libqb's in replagentd, the simulator's own in tests/sim), and the
+ * notice that something a status shows changed (the caller's
+ * hooks.changed).  It is the only file that calls those tables, and it
+ * calls nothing else in the engine by name, so that every layer (link.c,
+ * peer.c, and the modules above) may use it. */
 #include "config.h"
 
 #include <stddef.h>
@@ -37,4 +39,16 @@ void repl__timer_del(struct repl_engine *eng, void **handle)
 		eng->loop.ops->timer_del(eng->loop.data, *handle);
 		*handle = NULL;
 	}
+}
+
+/* Something a status shows changed: the engine's own observer first
+ * (resize.c: the size new NBD clients get), then the caller's. */
+void repl__changed(struct repl_volume *vol)
+{
+	struct repl_engine *eng = vol->eng;
+
+	if (eng->changed_first)
+		eng->changed_first(vol);
+	if (eng->hooks.changed)
+		eng->hooks.changed(eng->hooks.arg, vol);
 }

@@ -70,6 +70,9 @@ struct repl_engine {
 	unsigned nbd_drops_unlogged;
 	struct nbd_tls_creds *nbd_tls;	/* NULL: no TLS offered (nbd_tls.c) */
 	struct repl_hooks hooks;
+	/* The engine's own observer of repl__changed() (resize.c's), before
+	 * the caller's hooks.changed: set by repl_engine_new. */
+	void (*changed_first)(struct repl_volume *vol);
 	bool stopping;
 };
 
@@ -205,8 +208,10 @@ bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len);
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 		     bool blockdev, const char *name, struct iopool **out);
 void repl__iopool_submit(struct iopool *pool, struct repl_io *io);
-/* Before any worker starts (cbt.c marks what workers write). */
-void repl__iopool_set_cbt(struct iopool *pool, struct cbt *cbt);
+/* Before any worker starts: fn(arg, off, len) runs on the worker before
+ * each WRITE, TRIM or ZERO reaches the store (cbt.c marks what changes). */
+void repl__iopool_set_before_write(struct iopool *pool,
+				   void (*fn)(void *arg, uint64_t off, uint64_t len), void *arg);
 /* Waits for queued work, stops the threads, frees.  NULL ok. */
 void repl__iopool_free(struct iopool *pool);
 
@@ -306,7 +311,7 @@ void repl__nbd_conns_drop_volume(struct repl_engine *eng, struct repl_volume *vo
 uint64_t repl__nbd_clients_max_size(const struct repl_engine *eng,
 				    const struct repl_volume *vol);
 /* Tells the embedding program that vol's state changed. */
-void repl__changed(struct repl_volume *vol);
+void repl__changed(struct repl_volume *vol);	/* loop.c */
 int repl__nbd_notify_new(struct repl_engine *eng);
 void repl__nbd_notify_free(struct repl_engine *eng);
 

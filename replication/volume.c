@@ -58,6 +58,12 @@ static const struct peer_hooks engine_hooks = {
 	.down = { repl__verify_peer_down, repl__rep_peer_down, repl__window_peer_down },
 };
 
+/* The workers' hook before a write reaches the store (iopool.c). */
+static void cbt_before_write(void *cbt, uint64_t off, uint64_t len)
+{
+	repl__cbt_before_write(cbt, off, len);
+}
+
 /* A new local volume is Primary from the start.  A new replica is a blank
  * Secondary, generation 0.  Over a backing file created just now it is
  * UpToDate, because a sparse new file reads as zeroes like every other new
@@ -338,7 +344,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = repl__cbt_open(vol, cfg->meta);
 	if (r < 0)
 		goto fail;
-	repl__iopool_set_cbt(vol->pool, vol->cbt);
+	repl__iopool_set_before_write(vol->pool, cbt_before_write, vol->cbt);
 	initial_tuning(vol, cfg);
 	r = replication_setup(vol, cfg);
 	if (r < 0)

@@ -2,8 +2,9 @@
 # tests/layers.sh: the engine's lower layers never call up.  From the
 # objects of the engine library (nm: which file defines a symbol, which
 # file uses it) it draws the call graph between replication/'s files and
-# checks that nothing below the modules reaches them: loop.c (fds and
-# timers), link.c (sockets, frames, sealing), the peer module (peer.c,
+# checks that nothing below the modules reaches them: loop.c (fds,
+# timers, the change notice), iopool.c (the workers; cbt.c's mark before
+# a write is a hook), link.c (sockets, frames, sealing), the peer module (peer.c,
 # peer_state.c, peer_send.c, peer_unflushed.c) and what they stand on
 # reach none of the engine's upper files (replicate, apply, outdate,
 # resync, recent, verify, window, resize, cbt, role, volume, engine, the
@@ -23,7 +24,7 @@ compgen -G "$objdir/libreplication_la-*.o" >/dev/null ||
 import collections, glob, os, re, subprocess, sys
 
 objdir = sys.argv[1]
-LOWER = ["loop", "link", "peer", "peer_state", "peer_send", "peer_unflushed"]
+LOWER = ["loop", "iopool", "link", "peer", "peer_state", "peer_send", "peer_unflushed"]
 UPPER = ["replicate", "apply", "outdate", "resync", "recent", "verify", "window",
          "resize", "cbt", "role", "volume", "engine", "nbd_server", "nbd_conn",
          "nbd_cmd", "nbd_opt", "nbd_meta", "al_vol"]
