@@ -8,23 +8,44 @@
 # invariant it breaks); prints the listed seeds that now pass, so that
 # the list shrinks as they are fixed.  Replay any seed with
 #   tests/sim/replsim --seed N --trace
+# It runs in both of CI's builds: in the one with AddressSanitizer and
+# UBSan (a sanitizer build of replsim), SIM_RUNS defaults to 300 seeds
+# (about a minute), and any sanitizer report fails the test, even where
+# replsim's own exit status would pass (e9fd100's null memcpy went
+# unnoticed for a while because only the plain build ran it).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd) || exit 99
 bin=${top_builddir:-$top/build}/tests/sim/replsim
 [ -x "$bin" ] || bin=tests/sim/replsim
 known=$top/tests/sim/known-failures
-runs=${SIM_RUNS:-5000}
+sanitized=false
+grep -q -a -E '__asan_init|__ubsan_handle' "$bin" && sanitized=true
+if $sanitized; then
+	runs=${SIM_RUNS:-300}
+	# Sanitizer reports go to stderr (kept below), and end the run.
+	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
+	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}:halt_on_error=1
+else
+	runs=${SIM_RUNS:-5000}
+fi
 from=${SIM_FROM:-1}
 jobs=${SIM_JOBS:-2}
 out=$(mktemp /tmp/replsim.XXXXXX) || exit 99
-trap 'rm -f "$out"' EXIT
+err=$(mktemp /tmp/replsim-err.XXXXXX) || exit 99
+trap 'rm -f "$out" "$err"' EXIT
 
 start=$(date +%s)
-nice "$bin" --runs "$runs" --from "$from" -j "$jobs" --no-eio >"$out"
+nice "$bin" --runs "$runs" --from "$from" -j "$jobs" --no-eio >"$out" 2>"$err"
 rc=$?
 secs=$(( $(date +%s) - start ))
 tail -n 1 "$out"
-echo "sim: $runs seeds in $secs s"
+echo "sim: $runs seeds in $secs s$($sanitized && echo " (sanitizer build)")"
+if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer' "$err"; then
+	echo "sim: a sanitizer report:"
+	head -60 "$err"
+	exit 1
+fi
+[ -s "$err" ] && { echo "sim: replsim's stderr:"; head -20 "$err"; }
 [ "$rc" -eq 0 ] || [ "$rc" -eq 1 ] || [ "$rc" -eq 3 ] || { cat "$out"; exit 1; }
 
 new=0
