@@ -1248,6 +1248,17 @@ promote() {
 	log "$n is Primary"
 }
 
+# start_pair A B: starts nodes A and B of the cluster_config, waits (30 s)
+# until A sees B connected with nothing out of sync, and promotes A: the
+# start of most two-node tests.
+start_pair() {
+	start_node "$1"
+	start_node "$2"
+	wait_status "$1" 30 "p[\"$2\"][\"link\"] == \"Connected\" and p[\"$2\"][\"out_of_sync_bytes\"] == 0" ||
+		fail "$1 and $2 did not connect"
+	promote "$1"
+}
+
 # cmp_backings NODE...: the nodes' backing files are identical (stop the
 # daemons first: replicas write through the page cache).
 cmp_backings() {

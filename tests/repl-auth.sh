@@ -128,11 +128,7 @@ stop_node s
 # ---- 3. garbage on the replication ports -----------------------------------
 log "==== 3. garbage on the replication ports"
 cluster_config -t 5 x y
-start_node x
-start_node y
-wait_status x 30 'p["y"]["link"] == "Connected" and p["y"]["out_of_sync_bytes"] == 0' ||
-	fail "x and y did not connect"
-promote x
+start_pair x y
 SCENARIOS=(random hugelen maxwrite badcrc badversion fakehello idle halfheader)
 
 # garbage ADDR: every scenario at once on ADDR (in the background); the

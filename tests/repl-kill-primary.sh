@@ -16,11 +16,7 @@ requires_replagentd
 requires_replagent
 
 cluster_config -t 5 -s 64M a b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_pair a b
 
 start_writer "$TESTDIR/w1.log" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
 	--duration 60 --inflight 16 --flush-every 64 --span $((8 << 20)) --structured

@@ -24,11 +24,7 @@ VOLSIZE=$((64 << 20))
 ACKLOG=$TESTDIR/ack.log
 
 cluster_config -t "$OUTDATE" -s 64M a b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_pair a b
 # 32 MiB of data elsewhere on the volume, on both replicas: a full resync
 # would send it again, a bitmap resync must not.
 ackcheck write --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" --log "$TESTDIR/fill.log" \

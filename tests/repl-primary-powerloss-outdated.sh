@@ -21,12 +21,8 @@ faultdisk_init
 faultdisk_set cache "${NODE_BACKING[a]}"
 
 faultdisk_preload a
-start_node a
+start_pair a b
 ra_env a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
 
 # Plain writes only (no FLUSH).
 qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x61 1M 4M"

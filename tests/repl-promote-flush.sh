@@ -21,11 +21,7 @@ faultdisk_set cache "${NODE_BACKING[a]}" "${NODE_BACKING[b]}"
 
 faultdisk_preload a
 faultdisk_preload b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_pair a b
 
 # Plain writes only (no FLUSH).
 qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x61 1M 4M"

@@ -13,11 +13,7 @@ requires_replagentd
 requires_replagent
 
 cluster_config -t 5 -s 64M a b
-start_node a
-start_node b
-wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
-	fail "a and b did not connect"
-promote a
+start_pair a b
 qemu-io -f raw -c "write -P 0x5a 0 16M" -c flush \
 	"nbd+unix:///$CLUSTER_VOL?socket=${NODE_NBD_SOCK[a]}" >/dev/null ||
 	fail "writing the data failed"
