@@ -7,7 +7,8 @@
  * (repl__apply_overlaps), tells it when its own write ends
  * (repl__apply_unblock: after a step-down, data waits for the old
  * Primary's writes still running) and is told when an apply ends through
- * vol->apply_observer, so nothing here calls up into it.  Not here: which
+ * the observer it set (repl__apply_set_observer), so nothing here calls
+ * up into it.  Its state is its own (struct apply, vol->apply).  Not here: which
  * frames are taken from whom (peer.c), resync data (resync.c).  Loop
  * thread only. */
 #include "config.h"
@@ -27,6 +28,31 @@ struct sapply {
 	uint64_t seq;
 	struct sapply *next;
 };
+
+/* A volume's applies: running (newest first), and blocked behind an
+ * overlapping one (in arrival order). */
+struct apply {
+	struct sapply *running;
+	struct sapply *wait_head, *wait_tail;
+	void (*observer)(struct repl_volume *vol);	/* NULL: nobody listens */
+};
+
+int repl__apply_open(struct repl_volume *vol)
+{
+	vol->apply = calloc(1, sizeof(*vol->apply));
+	return vol->apply ? 0 : -ENOMEM;
+}
+
+void repl__apply_free(struct repl_volume *vol)
+{
+	free(vol->apply);
+	vol->apply = NULL;
+}
+
+void repl__apply_set_observer(struct repl_volume *vol, void (*fn)(struct repl_volume *vol))
+{
+	vol->apply->observer = fn;
+}
 
 static bool overlaps(const struct repl_io *a, const struct repl_io *b)
 {
@@ -52,10 +78,10 @@ static bool blocked(struct repl_volume *vol, const struct sapply *a, const struc
 			if (o->local_busy && changes_data(o->local.op) &&
 			    overlaps(&o->local, &a->io))
 				return true;
-	for (struct sapply *s = vol->applying; s; s = s->next)
+	for (struct sapply *s = vol->apply->running; s; s = s->next)
 		if (overlaps(&s->io, &a->io))
 			return true;
-	for (struct sapply *s = vol->apply_wait_head; s && s != upto; s = s->next)
+	for (struct sapply *s = vol->apply->wait_head; s && s != upto; s = s->next)
 		if (overlaps(&s->io, &a->io))
 			return true;
 	return false;
@@ -63,10 +89,10 @@ static bool blocked(struct repl_volume *vol, const struct sapply *a, const struc
 
 bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *io)
 {
-	for (const struct sapply *s = vol->applying; s; s = s->next)
+	for (const struct sapply *s = vol->apply->running; s; s = s->next)
 		if (overlaps(&s->io, io))
 			return true;
-	for (const struct sapply *s = vol->apply_wait_head; s; s = s->next)
+	for (const struct sapply *s = vol->apply->wait_head; s; s = s->next)
 		if (overlaps(&s->io, io))
 			return true;
 	return false;
@@ -74,15 +100,15 @@ bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *i
 
 static void apply_submit(struct repl_volume *vol, struct sapply *a)
 {
-	a->next = vol->applying;
-	vol->applying = a;
+	a->next = vol->apply->running;
+	vol->apply->running = a;
 	vol->inflight++;
 	repl__iopool_submit(vol->pool, &a->io);
 }
 
 void repl__apply_unblock(struct repl_volume *vol)
 {
-	struct sapply **pp = &vol->apply_wait_head, *a, *prev = NULL;
+	struct sapply **pp = &vol->apply->wait_head, *a, *prev = NULL;
 
 	while ((a = *pp)) {
 		if (blocked(vol, a, a)) {
@@ -91,8 +117,8 @@ void repl__apply_unblock(struct repl_volume *vol)
 			continue;
 		}
 		*pp = a->next;
-		if (vol->apply_wait_tail == a)
-			vol->apply_wait_tail = prev;
+		if (vol->apply->wait_tail == a)
+			vol->apply->wait_tail = prev;
 		apply_submit(vol, a);
 	}
 }
@@ -104,7 +130,7 @@ static void apply_done(struct repl_io *io)
 	struct sapply **pp;
 
 	vol->inflight--;
-	for (pp = &vol->applying; *pp != a; pp = &(*pp)->next)
+	for (pp = &vol->apply->running; *pp != a; pp = &(*pp)->next)
 		;
 	*pp = a->next;
 	if (io->result < 0)
@@ -115,8 +141,8 @@ static void apply_done(struct repl_io *io)
 	repl__buf_put(a->mem);
 	free(a);
 	repl__apply_unblock(vol);
-	if (vol->apply_observer)
-		vol->apply_observer(vol);	/* a promotion's writes may wait for it */
+	if (vol->apply->observer)
+		vol->apply->observer(vol);	/* a promotion's writes may wait for it */
 }
 
 void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
@@ -140,11 +166,11 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 	a->io = (struct repl_io){ .op = op, .flags = flags, .offset = offset,
 				  .len = len, .buf = data, .done = apply_done };
 	if (blocked(vol, a, NULL)) {
-		if (vol->apply_wait_tail)
-			vol->apply_wait_tail->next = a;
+		if (vol->apply->wait_tail)
+			vol->apply->wait_tail->next = a;
 		else
-			vol->apply_wait_head = a;
-		vol->apply_wait_tail = a;
+			vol->apply->wait_head = a;
+		vol->apply->wait_tail = a;
 		return;
 	}
 	apply_submit(vol, a);
@@ -152,7 +178,7 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 
 bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len)
 {
-	const struct sapply *lists[2] = { vol->applying, vol->apply_wait_head };
+	const struct sapply *lists[2] = { vol->apply->running, vol->apply->wait_head };
 
 	for (unsigned i = 0; i < 2; i++)
 		for (const struct sapply *s = lists[i]; s; s = s->next)

@@ -319,6 +319,11 @@ bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *i
 bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Our own write ended: data that waits for it may go (apply.c). */
 void repl__apply_unblock(struct repl_volume *vol);
+/* apply.c's state (vol->apply), from volume.c; and who is told when an
+ * apply ends (replicate.c: a write of its own may wait behind it). */
+int repl__apply_open(struct repl_volume *vol);
+void repl__apply_free(struct repl_volume *vol);
+void repl__apply_set_observer(struct repl_volume *vol, void (*fn)(struct repl_volume *vol));
 /* peer_send.c: any frame */
 int repl__peer_send_msg(struct peer *p, const struct wire_msg *m);
 /* peer_send.c: the confirmation of an outdate notice (its token), the

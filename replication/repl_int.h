@@ -78,7 +78,7 @@ struct repl_engine {
 
 struct peer;
 struct vwrite;
-struct sapply;
+struct apply;
 struct meta_flush_job;
 struct vol_listener;
 struct verify;
@@ -133,11 +133,7 @@ struct repl_volume {
 	struct recent *recent;		/* Secondary: regions applied lately */
 	bool lost_primary;		/* Secondary: its Primary went away */
 	unsigned lost_primary_idx;	/* ... which peer that was */
-	struct sapply *applying;	/* Secondary: peer writes in flight */
-	struct sapply *apply_wait_head, *apply_wait_tail;
-	/* Told when an apply ends (apply.c), set by replicate.c when a write
-	 * of its own waits behind one; NULL: nobody listens. */
-	void (*apply_observer)(struct repl_volume *vol);
+	struct apply *apply;		/* Secondary: peer writes being applied (apply.c) */
 	/* bitmap flushes run one at a time, numbered; a write waits for the
 	 * number of the first one that covers the bits it set (replicate.c) */
 	bool bm_flushing;

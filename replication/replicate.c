@@ -358,7 +358,7 @@ static void local_start(struct repl_volume *vol, struct vwrite *w)
 		return;
 	}
 	/* An apply that ends may be what it waits for (apply.c tells). */
-	vol->apply_observer = local_unblock;
+	repl__apply_set_observer(vol, local_unblock);
 	for (pp = &vol->local_wait; *pp; pp = &(*pp)->lnext)
 		;
 	*pp = w;

@@ -344,6 +344,9 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = repl__cbt_open(vol, cfg->meta);
 	if (r < 0)
 		goto fail;
+	r = repl__apply_open(vol);
+	if (r < 0)
+		goto fail;
 	repl__iopool_set_before_write(vol->pool, cbt_before_write, vol->cbt);
 	initial_tuning(vol, cfg);
 	r = replication_setup(vol, cfg);
@@ -406,6 +409,7 @@ void repl__volume_free(struct repl_volume *vol)
 	}
 	meta_close(vol->meta);
 	repl__al_free(vol);
+	repl__apply_free(vol);
 	repl__cbt_free(vol->cbt);
 	if (vol->fd >= 0)
 		repl__sys->close(vol->fd);
