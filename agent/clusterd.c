@@ -114,12 +114,19 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 		return;
 	}
 	/* A stale record about a replica we, the Primary, know is in sync:
-	 * say so, which clears it everywhere. */
+	 * say so, which clears it everywhere.  "In sync" here is what we
+	 * know, not what it says: an earlier copy of the same stale record
+	 * may have made it Outdated already (its STATE said so before this
+	 * copy came), and once it is, nobody but us can clear it: it
+	 * follows our writes with nothing out of sync, so no resync comes
+	 * (seen in CI: cluster-replagent-partition, two copies from the
+	 * deposed Primary around our "in sync", the replica stayed Outdated). */
 	if (vol && repl_volume_role(vol) == REPL_PRIMARY && from != cd->nodeid) {
 		struct repl_volume_status st;
 		repl_volume_status(vol, &st);
 		for (unsigned i = 0; i < st.n_peers; i++)
-			if (st.peers[i].in_sync && strcmp(st.peers[i].node, o->node) == 0) {
+			if ((st.peers[i].in_sync || st.peers[i].following_clean) &&
+			    strcmp(st.peers[i].node, o->node) == 0) {
 				clusterd__send_record(cd, o->volume, o->node, false);
 				return;
 			}

@@ -159,6 +159,11 @@ struct repl_peer_status {
 	uint64_t verify_differing;	/* regions the last verify found different */
 	bool recorded_outdated;		/* our metadata says it missed writes */
 	bool in_sync;			/* connected, UpToDate, receiving our writes */
+	/* We are Primary, it is connected and receiving our writes (not a
+	 * resync), and nothing is out of sync for it: it holds every write
+	 * we acknowledged, whatever disk state it reports (UpToDate, or
+	 * Outdated by a record that came from elsewhere). */
+	bool following_clean;
 	uint64_t size;			/* its replica's size as it said (0: unknown) */
 };
 

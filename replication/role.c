@@ -59,6 +59,11 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 	ps->recorded_outdated = meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED;
 	ps->in_sync = repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 		      p->peer_disk == GEN_DISK_UPTODATE && vol->role == REPL_PRIMARY;
+	ps->following_clean = repl__peer_up(p) && p->link == REPL_LINK_CONNECTED &&
+			      !p->suppressed && vol->role == REPL_PRIMARY &&
+			      (p->peer_disk == GEN_DISK_UPTODATE ||
+			       p->peer_disk == GEN_DISK_OUTDATED) &&
+			      meta_bits_count(vol->meta, p->idx) == 0;
 	repl__rs_status(p, ps);
 }
 
