@@ -63,7 +63,7 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 			      !p->suppressed && vol->role == REPL_PRIMARY &&
 			      (p->peer_disk == GEN_DISK_UPTODATE ||
 			       p->peer_disk == GEN_DISK_OUTDATED) &&
-			      meta_bits_count(vol->meta, p->idx) == 0;
+			      ps->out_of_sync_bytes == 0;
 	repl__rs_status(p, ps);
 }
 

@@ -51,7 +51,7 @@ static const struct peer_hooks engine_hooks = {
 	.up_data = repl__rep_peer_up,		/* replicate.c */
 	.authed = repl__rep_gen_catch_up,	/* outdate.c */
 	.outdate_confirmed = repl__rep_outdate_confirmed,
-	.changed = repl__changed,		/* engine.c */
+	.changed = repl__changed,		/* loop.c */
 	/* A verify running over the link ends first, then the writes in
 	 * flight to the peer go to its bitmap (outdate.c), then a
 	 * migration window with it closes. */
