@@ -148,6 +148,11 @@ static ssize_t seal(struct peer_link *l, struct txmsg *t)
 	return n;
 }
 
+bool repl__link_sealed(const struct peer_link *l)
+{
+	return l->tx_sealed;
+}
+
 /* Queues a frame: the encoded prefix, then data (not copied; it must live
  * until sent or the link closes; owned is freed then). */
 static int link_send(struct peer_link *l, const struct wire_msg *m, const void *data,
@@ -160,7 +165,13 @@ static int link_send(struct peer_link *l, const struct wire_msg *m, const void *
 		free(owned);
 		return -ENOMEM;
 	}
-	n = wire_encode_prefix(m, t->prefix, sizeof(t->prefix));
+	if (l->tx_sealed) {
+		struct wire_msg sm = *m;
+		sm.sealed = true;
+		n = wire_encode_prefix(&sm, t->prefix, sizeof(t->prefix));
+	} else {
+		n = wire_encode_prefix(m, t->prefix, sizeof(t->prefix));
+	}
 	if (n < 0) {
 		free(owned);
 		free(t);
@@ -273,7 +284,7 @@ static int on_record(struct peer_link *l, uint8_t *rec)
 		return (int)n;
 	}
 	r = wire_hdr_decode(rec, (size_t)n, &h);
-	if (r == 0 && h.length != (size_t)n - WIRE_HDR_LEN)
+	if (r == 0 && (h.length != (size_t)n - WIRE_HDR_LEN || !(h.flags & WIRE_HF_SEALED)))
 		r = -EPROTO;
 	if (r == 0)
 		r = wire_decode_payload(&h, rec + WIRE_HDR_LEN, h.length, &m);
@@ -376,6 +387,9 @@ static int link_read(struct peer_link *l)
 					 "authentication", wire_type_name(l->h.type), l->h.length);
 				return -EPROTO;
 			}
+			/* A frame that says sealed belongs inside a record. */
+			if (!l->rx_sealed && (l->h.flags & WIRE_HF_SEALED))
+				return -EPROTO;
 			l->payload = repl__buf_get(l->h.length);
 			if (!l->payload)
 				return -ENOMEM;

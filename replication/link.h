@@ -81,6 +81,8 @@ int repl__link_send(struct peer_link *l, const struct wire_msg *m, const void *d
 		    size_t dlen, void *owned);
 /* Writes what the socket takes now: 0 or -errno. */
 int repl__link_flush(struct peer_link *l);
+/* Frames sent on l from now on go in sealed records (no payload CRC). */
+bool repl__link_sealed(const struct peer_link *l);
 /* Closes the socket now; the memory goes when no handler is running on it. */
 void repl__link_close(struct peer_link *l);
 

@@ -82,8 +82,9 @@ static int send_write_chunks(struct peer *p, struct vwrite *w, uint32_t fua)
 		const uint8_t *data = (const uint8_t *)io->buf + done;
 		m.u.write = (struct wire_write){ io->offset + done, len, fua, data };
 		/* The payload (offset, length, flags, data) is the same for
-		 * every peer, so is its CRC: sum it once per write. */
-		if (n < VWRITE_MAX_FRAMES) {
+		 * every peer, so is its CRC: sum it once per write.  A sealed
+		 * link sends none (the record's tag covers the payload). */
+		if (n < VWRITE_MAX_FRAMES && !repl__link_sealed(p->l)) {
 			if ((unsigned)n >= w->crc_n) {
 				w->crc[n] = wire_payload_crc(&m);
 				w->crc_n = (unsigned)n + 1;

@@ -36,14 +36,14 @@ static uint32_t payload_max(const struct wire_type_info *t)
 
 /* ---- header ----------------------------------------------------------- */
 
-static void hdr_encode(uint8_t *p, uint16_t type, uint32_t length, uint64_t seq,
-		       uint32_t payload_crc)
+static void hdr_encode(uint8_t *p, uint16_t type, uint32_t length, uint32_t flags,
+		       uint64_t seq, uint32_t payload_crc)
 {
 	put32(p, WIRE_MAGIC);
 	put16(p + 4, WIRE_VERSION);
 	put16(p + 6, type);
 	put32(p + 8, length);
-	put32(p + 12, 0);
+	put32(p + 12, flags);
 	put64(p + 16, seq);
 	put32(p + 24, payload_crc);
 	put32(p + 28, crc32c(0, p, 28));
@@ -65,7 +65,8 @@ int wire_hdr_decode(const uint8_t *buf, size_t len, struct wire_hdr *h)
 	h->flags = get32(buf + 12);
 	h->seq = get64(buf + 16);
 	h->payload_crc = get32(buf + 24);
-	if (!wire_type_valid(h->type) || h->flags)
+	if (!wire_type_valid(h->type) || (h->flags & ~WIRE_HF_SEALED) ||
+	    ((h->flags & WIRE_HF_SEALED) && h->payload_crc))
 		return -EPROTO;
 	t = &repl__wire_types[h->type];
 	if (h->length < payload_min(t) || h->length > payload_max(t))
@@ -80,7 +81,7 @@ bool wire_hdr_before_auth(const struct wire_hdr *h)
 	case WIRE_CHALLENGE:
 	case WIRE_AUTH:
 	case WIRE_AUTH_OK:
-		return h->length == repl__wire_types[h->type].fixed;
+		return h->length == repl__wire_types[h->type].fixed && !h->flags;
 	default:
 		return false;
 	}
@@ -99,11 +100,12 @@ int wire_decode_payload(const struct wire_hdr *h, const uint8_t *payload, size_t
 	t = &repl__wire_types[h->type];
 	if (len != h->length || len < payload_min(t) || len > payload_max(t))
 		return -EMSGSIZE;
-	if (crc32c(0, payload, len) != h->payload_crc)
+	if (!(h->flags & WIRE_HF_SEALED) && crc32c(0, payload, len) != h->payload_crc)
 		return -EBADMSG;
 	memset(m, 0, sizeof(*m));
 	m->type = h->type;
 	m->seq = h->seq;
+	m->sealed = h->flags & WIRE_HF_SEALED;
 	r = t->dec(payload, (uint32_t)len, m);
 	if (r == 0 && t->check(m))
 		r = -EPROTO;
@@ -149,14 +151,17 @@ ssize_t wire_encode_prefix(const struct wire_msg *m, uint8_t *buf, size_t cap)
 		return -ENOBUFS;
 	if (t->enc)
 		t->enc(m, buf + WIRE_HDR_LEN);
-	if (t->data && m->u.write.have_crc) {
+	if (m->sealed) {
+		crc = 0;	/* the record's tag covers the payload */
+	} else if (t->data && m->u.write.have_crc) {
 		crc = m->u.write.payload_crc;
 	} else {
 		crc = crc32c(0, buf + WIRE_HDR_LEN, t->fixed);
 		if (t->data)
 			crc = crc32c(crc, m->u.write.data, m->u.write.len);
 	}
-	hdr_encode(buf, m->type, (uint32_t)((size_t)total - WIRE_HDR_LEN), m->seq, crc);
+	hdr_encode(buf, m->type, (uint32_t)((size_t)total - WIRE_HDR_LEN),
+		   m->sealed ? WIRE_HF_SEALED : 0, m->seq, crc);
 	return (ssize_t)prefix;
 }
 
@@ -165,6 +170,7 @@ uint32_t wire_payload_crc(const struct wire_msg *m)
 	uint8_t prefix[WIRE_CONTROL_FRAME_MAX];
 	struct wire_msg plain = *m;
 
+	plain.sealed = false;
 	if (plain.type == WIRE_WRITE || plain.type == WIRE_RS_DATA)
 		plain.u.write.have_crc = false;
 	if (wire_encode_prefix(&plain, prefix, sizeof(prefix)) < 0)

@@ -8,12 +8,12 @@
  *
  *   offset size field
  *      0    4  magic        0x52504c57 ("RPLW")
- *      4    2  version      WIRE_VERSION (4)
+ *      4    2  version      WIRE_VERSION (5)
  *      6    2  type         enum wire_type
  *      8    4  length       payload bytes, within the type's [min, max]
- *     12    4  flags        none defined yet: must be 0
+ *     12    4  flags        WIRE_HF_SEALED or 0
  *     16    8  seq          request id / cookie (acks echo it in the payload)
- *     24    4  payload_crc  CRC32C of the payload
+ *     24    4  payload_crc  CRC32C of the payload; 0 when sealed
  *     28    4  header_crc   CRC32C of bytes 0..27
  *
  * A receiver reads the 32 header bytes, wire_hdr_decode()s them (magic,
@@ -23,8 +23,13 @@
  * Decoders are strict: reserved bytes must be zero and strings
  * zero-padded, so a frame that decodes re-encodes to the same bytes.
  *
- * The CRCs catch corruption, not attackers: the handshake authenticates the
- * peer (HMAC-SHA256 over a shared key), not the frames that follow it. */
+ * The CRCs catch corruption, not attackers.  On a link with protection on
+ * (the default), every frame after the handshake travels inside a sealed
+ * record (linkcrypt.h) whose AEAD tag covers the same bytes, and better:
+ * such a frame says WIRE_HF_SEALED and carries no payload CRC, which would
+ * cost a second pass over every byte on both sides for nothing.  The
+ * header CRC stays (28 bytes).  A frame's flag must match its link: the
+ * link layer refuses a sealed frame in clear and a clear one in a record. */
 #ifndef REPL_WIRE_H
 #define REPL_WIRE_H
 
@@ -37,8 +42,11 @@
 /* 2: STATE carries a token that ties an outdate confirmation to its
  * notice.  3: no names in HELLO; they travel masked inside AUTH (below).
  * 4: VOLUME carries 8 history generations, not 2 (gen.h GEN_HISTORY).
+ * 5: a frame in a sealed record has WIRE_HF_SEALED and no payload CRC.
  * A peer of another version is refused at its first frame. */
-#define WIRE_VERSION 4
+#define WIRE_VERSION 5
+/* Header flags. */
+#define WIRE_HF_SEALED 0x1u	/* in a sealed record; payload_crc is 0 */
 #define WIRE_HDR_LEN 32
 #define WIRE_DATA_MAX (4u << 20)	/* data bytes in WRITE / RS_DATA */
 #define WIRE_DATA_FIXED 16		/* their fixed part before the data */
@@ -227,6 +235,9 @@ struct wire_ckpt {
 struct wire_msg {
 	uint16_t type;
 	uint64_t seq;
+	/* The frame goes (encode) or came (decode) inside a sealed record:
+	 * WIRE_HF_SEALED in its header and no payload CRC. */
+	bool sealed;
 	union {
 		struct wire_hello hello;
 		uint8_t nonce[WIRE_NONCE_LEN];	/* CHALLENGE */
@@ -249,17 +260,18 @@ struct wire_msg {
 const char *wire_type_name(uint16_t type);
 bool wire_type_valid(uint16_t type);
 
-/* Header: 0, or -EPROTO (short buffer, bad magic, unknown type, flags),
+/* Header: 0, or -EPROTO (short buffer, bad magic, unknown type, flags
+ * other than WIRE_HF_SEALED, a sealed header with a payload CRC),
  * -EPROTONOSUPPORT (version), -EBADMSG (header CRC), -EMSGSIZE (length
  * outside the type's bounds). */
 int wire_hdr_decode(const uint8_t *buf, size_t len, struct wire_hdr *h);
 /* Before authentication only the handshake's frames may come, each of its
  * one exact length (HELLO 16, CHALLENGE 32, AUTH 224, AUTH_OK 0): a header
- * that is anything else ends the connection before a payload byte is read
- * or a buffer allocated.  h from wire_hdr_decode(). */
+ * that is anything else (or says sealed) ends the connection before a
+ * payload byte is read or a buffer allocated.  h from wire_hdr_decode(). */
 bool wire_hdr_before_auth(const struct wire_hdr *h);
 /* Payload of a decoded header: 0, or -EMSGSIZE (len != h->length),
- * -EBADMSG (CRC), -EPROTO (bad field). */
+ * -EBADMSG (CRC, unless the header says sealed), -EPROTO (bad field). */
 int wire_decode_payload(const struct wire_hdr *h, const uint8_t *payload, size_t len,
 			struct wire_msg *m);
 /* One whole frame, exactly len bytes. */
@@ -274,9 +286,9 @@ ssize_t wire_encode(const struct wire_msg *m, uint8_t *buf, size_t cap);
  * m->u.write.data after it (writev, no copy); the CRC already covers it.
  * For other types the same as wire_encode. */
 ssize_t wire_encode_prefix(const struct wire_msg *m, uint8_t *buf, size_t cap);
-/* The payload CRC that encoding m puts in its header (m must be valid):
- * for a WRITE sent to several peers, computed once and passed back in
- * m->u.write.payload_crc with have_crc. */
+/* The payload CRC that encoding m puts in its header (m must be valid,
+ * not sealed): for a WRITE sent to several peers, computed once and
+ * passed back in m->u.write.payload_crc with have_crc. */
 uint32_t wire_payload_crc(const struct wire_msg *m);
 
 /* ---- authentication handshake ----------------------------------------

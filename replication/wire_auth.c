@@ -247,7 +247,8 @@ int wire_auth_receive(struct wire_auth *a, const uint8_t *frame, size_t len)
 	for (size_t i = 0; i < ARRAY_SIZE(order) && !want; i++)
 		if (!(a->got & BIT(order[i])))
 			want = order[i];
-	if (!want || wire_decode(frame, len, &m) || m.type != want || m.seq != want - 1u)
+	if (!want || wire_decode(frame, len, &m) || m.type != want || m.seq != want - 1u ||
+	    m.sealed)
 		return auth_fail(a, -EPROTO);
 
 	switch (m.type) {

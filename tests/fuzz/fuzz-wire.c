@@ -1,6 +1,7 @@
 /* fuzz-wire.c: replication frames (replication/wire.c) as a replica reads
  * them from a peer.  Each input is decoded twice: as it is, and with its
- * length and both CRCs made right (so that the fuzzer gets past the
+ * length and both CRCs made right (the payload CRC 0 where the header says
+ * sealed; so that the fuzzer gets past the
  * checksums to the fields).  A frame that decodes must re-encode to the
  * same bytes (wire.h promises it), and its header alone must decode too. */
 #include "config.h"
@@ -52,7 +53,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	fixed[4] = 0;
 	fixed[5] = WIRE_VERSION;
 	put32(fixed + 8, (uint32_t)(size - WIRE_HDR_LEN));
-	put32(fixed + 24, crc32c(0, fixed + WIRE_HDR_LEN, size - WIRE_HDR_LEN));
+	/* A sealed frame (flags bit 0) has no payload CRC. */
+	put32(fixed + 24, (fixed[15] & WIRE_HF_SEALED) ? 0 :
+	      crc32c(0, fixed + WIRE_HDR_LEN, size - WIRE_HDR_LEN));
 	put32(fixed + 28, crc32c(0, fixed, 28));
 	check_frame(fixed, size);
 	free(fixed);
