@@ -34,9 +34,7 @@ CLK_TCK=$(getconf CLK_TCK)
 # The volume set of tests/cluster-replagent-many.sh (tests/functions.sh:
 # many_create, many_nodes_of, many_held, many_wait_synced).
 wait_synced() { many_wait_synced "$NVOL" "$@" 2>/dev/null; }
-rss_kib() { awk '/^VmRSS/ {print $2}' "/proc/$1/status"; }
 threads() { awk '/^Threads/ {print $2}' "/proc/$1/status"; }
-cpu_ticks() { awk '{print $14 + $15}' "/proc/$1/stat"; }
 # pid_of_daemon I NAME: the PID of a process cluster_start_daemon started.
 pid_of_daemon() { awk -v n="$2" '$3 == n {print $1}' "${CL_DIR[$1]}/pids" | tail -n 1; }
 # lat CMD...: wall-clock ms of 10 runs: "median worst".
@@ -53,7 +51,7 @@ row() { printf '%-44s %14s   %s\n' "$1" "$2" "$3"; }
 log "load before: $(cut -d' ' -f1-3 /proc/loadavg), $(nproc) CPUs"
 rc_setup 3
 declare -a rss0=()
-for i in 1 2 3; do rss0[i]=$(rss_kib "${RC_PID[i]}"); done
+for i in 1 2 3; do rss0[i]=$(mem_kib "${RC_PID[i]}" VmRSS); done
 
 t0=$(now_s)
 many_create "$NVOL" "$SIZE"
@@ -65,7 +63,7 @@ log "$NVOL volumes created in $t_created s, all UpToDate after $t_synced s"
 declare -a nrep=() rss=() thr=() cpu=() cpu_cs=() cpu_p=()
 for i in 1 2 3; do
 	nrep[i]=$(rc_value "$i" 'len(s["volumes"])')
-	rss[i]=$(rss_kib "${RC_PID[i]}")
+	rss[i]=$(mem_kib "${RC_PID[i]}" VmRSS)
 	thr[i]=$(threads "${RC_PID[i]}")
 done
 # idle_cpu: replagentd's and corosync's CPU on each node over IDLE_S s, in

@@ -67,17 +67,6 @@ SRV_FILES=()    # backing files, synced between runs
 SRV_DIRS=()     # removed when the server stops (a next cluster starts fresh)
 CLIENT_CPU=()   # taskset prefix of the client (2r-pin)
 
-# cpu_ticks PID...: utime + stime of the processes, all threads, in ticks.
-cpu_ticks() {
-	local p t=0 f
-	for p in "$@"; do
-		# Fields after the ")" of comm: state is $1, utime $12, stime $13.
-		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
-		t=$((t + $(awk '{ print $12 + $13 }' <<<"$f")))
-	done
-	echo "$t"
-}
-
 # minflt PID...: minor page faults of the processes so far (a buffer that
 # malloc maps afresh faults once per page).
 minflt() {

@@ -13,6 +13,7 @@
 #ifndef REPL_LINKCRYPT_H
 #define REPL_LINKCRYPT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -27,6 +28,18 @@
 #define LC_FRAME_MAX (WIRE_HDR_LEN + WIRE_DATA_FIXED + WIRE_DATA_MAX)
 
 struct link_crypt;
+
+/* Whose AES-256-GCM seals and opens (linkcrypt.c says why): the same
+ * bytes either way.  Chosen once per process: intel-ipsec-mb where it is
+ * built in and the CPU has VAES and VPCLMULQDQ, else OpenSSL; the
+ * environment's REPLAGENT_LINK_AEAD=openssl or =ipsec-mb overrides it
+ * (benches compare the two). */
+enum lc_impl { LC_IMPL_OPENSSL, LC_IMPL_IPSEC_MB };
+enum lc_impl repl__lc_impl(void);
+const char *repl__lc_impl_name(enum lc_impl i);
+/* For connections made from now on (tests cross the two): false when
+ * that one is not built in. */
+bool repl__lc_set_impl(enum lc_impl i);
 
 /* The keys of one connection, once the peer's proof has been verified
  * (wire_auth_session_key): NULL on failure (errno set). */

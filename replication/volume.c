@@ -15,6 +15,7 @@
 #include "al.h"
 #include "al_vol.h"
 #include "cbt.h"
+#include "linkcrypt.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -220,10 +221,17 @@ static int replication_setup(struct repl_volume *vol, const struct repl_volume_c
 	memcpy(vol->key, cfg->key, cfg->key_len);
 	vol->key_len = cfg->key_len;
 	vol->link_plain = cfg->link_plain;
-	if (vol->link_plain)
+	if (vol->link_plain) {
 		plog(LOG_WARNING, vol->name, "link-security = none: replica links are "
 		     "authenticated at connection only; anyone on the path can read, "
 		     "alter or inject frames after that");
+	} else {
+		static bool said;	/* once per process, not per volume */
+		if (!said)
+			plog(LOG_INFO, NULL, "replica links are sealed with AES-256-GCM by %s",
+			     repl__lc_impl_name(repl__lc_impl()));
+		said = true;
+	}
 	return repl__peers_start(vol, cfg, &engine_hooks);
 }
 

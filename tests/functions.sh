@@ -662,6 +662,18 @@ mem_kib() {
 		"/proc/$1/status" 2>/dev/null || echo 0
 }
 
+# cpu_ticks PID...: utime + stime of the processes, all threads, in ticks
+# (USER_HZ, 100 a second on Debian).
+cpu_ticks() {
+	local p t=0 f
+	for p in "$@"; do
+		# Fields after the ")" of comm: state is $1, utime $12, stime $13.
+		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
+		t=$((t + $(awk '{ print $12 + $13 }' <<<"$f")))
+	done
+	echo "$t"
+}
+
 # rss_peak_reset PID: VmHWM starts again from the current RSS (needs root).
 rss_peak_reset() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null; }
 

@@ -3,7 +3,7 @@
 # shellcheck shell=bash
 
 REPLAGENT_PACKAGES="build-essential autoconf automake libtool pkg-config
-  libssl-dev libgnutls28-dev gnutls-bin libqb-dev libcpg-dev libquorum-dev libcmap-dev libcorosync-common-dev
+  libssl-dev libipsec-mb-dev libgnutls28-dev gnutls-bin libqb-dev libcpg-dev libquorum-dev libcmap-dev libcorosync-common-dev
   libvirt-dev libxml2-dev corosync pacemaker pacemaker-cli-utils pcs
   libvirt-daemon-system libvirt-clients qemu-system-x86 qemu-utils
   nbdkit libnbd-bin python3-libnbd fio nasm shellcheck iproute2 xxd
