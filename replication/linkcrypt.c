@@ -155,7 +155,10 @@ static int dir_init(struct lc_dir *d, const uint8_t key[LC_KEY_LEN], bool enc)
 {
 #ifdef HAVE_IPSEC_MB
 	if (repl__lc_impl() == LC_IMPL_IPSEC_MB) {
-		d->imb = aligned_alloc(64, sizeof(*d->imb));
+		/* The library is built with the key data 64-byte aligned and
+		 * padded to a multiple of 64 (its header does that only where
+		 * LINUX is defined): give it that. */
+		d->imb = aligned_alloc(64, (sizeof(*d->imb) + 63) & ~(size_t)63);
 		if (!d->imb)
 			return -ENOMEM;
 		IMB_AES256_GCM_PRE(imb, key, d->imb);
@@ -176,7 +179,7 @@ static void dir_free(struct lc_dir *d)
 	EVP_CIPHER_CTX_free(d->ctx);
 #ifdef HAVE_IPSEC_MB
 	if (d->imb) {
-		OPENSSL_cleanse(d->imb, sizeof(*d->imb));
+		OPENSSL_cleanse(d->imb, (sizeof(*d->imb) + 63) & ~(size_t)63);
 		free(d->imb);
 	}
 #endif
