@@ -35,16 +35,16 @@
 #   DIRTY_BS [64k]  DIRTY_DEPTH [8]   its block size and queue depth
 #   POLL_MS [100]       status polling interval
 #   SYNC_TIMEOUT [120]  seconds for b to get back in sync
-#   REPL_CONNECT_TIMEOUT [20]  seconds for the first connection
 #   REPLAGENTD_IO_THREADS [16]
-#   BENCH_DIR [$TMPDIR or /tmp]  where the temp dir (2 x 1 GiB) goes
-#   REPLAGENTD [build/agent/replagentd]  REPLAGENT [build/agent/replagent]
-#   FIO_BIN [fio]  PYTHON [python3]
 #   KEEP_LOGS=1         print the daemons' log tails at the end
-set -euo pipefail
+# The nodes, their configs, daemons and cleanup are tests/functions.sh's
+# (cluster_config, start_pair, stop_node, wait_status), like every test.
+# shellcheck source=tests/functions.sh
+. "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
-SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(cd -- "$SCRIPT_DIR/.." && pwd)
+requires fio timeout
+requires_replagentd
+requires_replagent
 
 BASE_RUNTIME=${BASE_RUNTIME:-10}
 LOAD_RUNTIME=${LOAD_RUNTIME:-15}
@@ -54,221 +54,80 @@ DIRTY_BS=${DIRTY_BS:-64k}
 DIRTY_DEPTH=${DIRTY_DEPTH:-8}
 POLL_MS=${POLL_MS:-100}
 SYNC_TIMEOUT=${SYNC_TIMEOUT:-120}
-REPL_CONNECT_TIMEOUT=${REPL_CONNECT_TIMEOUT:-20}
 REPLAGENTD_IO_THREADS=${REPLAGENTD_IO_THREADS:-16}
 KEEP_LOGS=${KEEP_LOGS:-0}
+FIO_BIN=fio
 
-REPLAGENTD=${REPLAGENTD:-$REPO_DIR/build/agent/replagentd}
-REPLAGENT=${REPLAGENT:-$REPO_DIR/build/agent/replagent}
-FIO_BIN=${FIO_BIN:-fio}
-PYTHON=${PYTHON:-python3}
-
-VOL=rsbench
 SIZE_BYTES=$((1024 * 1024 * 1024))
-NODES=(a b)
-
-STARTED_PIDS=()
-WORKDIR=
-declare -A NODE_PID=()   # node -> daemon PID (empty: not running)
-declare -A PORT=()       # node -> replication port
-declare -A R=()          # results of the last wait_in_sync
+declare -A R=()          # results of the last away_and_back
 BASE_MEAN=
 BASE_P99=
 
-log() { printf '%s\n' "$*" >&2; }
-have_cmd() { command -v "$1" >/dev/null 2>&1; }
-
-# ---------------------------------------------------------------- cleanup --
-
-kill_pid() {            # kill_pid PID: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 i
-    [ -n "$pid" ] || return 0
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; forget_pid "$pid"; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "  pid $pid ignored SIGTERM for 10 s, sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
-}
-
-forget_pid() {
-    local p keep=()
-    for p in "${STARTED_PIDS[@]}"; do
-        [ "$p" = "$1" ] || keep+=("$p")
-    done
-    STARTED_PIDS=("${keep[@]}")
-}
-
-cleanup() {
-    set +e
-    local p
-    for p in "${STARTED_PIDS[@]}"; do
-        kill_pid "$p"
-    done
-    if [ -n "$WORKDIR" ] && [ -d "$WORKDIR" ]; then
-        rm -rf -- "$WORKDIR"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
 # ------------------------------------------------------------------ nodes --
 
-uri_of() { printf 'nbd+unix:///%s?socket=%s' "$VOL" "$WORKDIR/$1/nbd.sock"; }
-ctl_of() { printf '%s' "$WORKDIR/$1/control.sock"; }
-
-# free_ports N: N distinct TCP ports that 127.0.0.1 can bind now, below the
-# ephemeral range (so that outgoing connections do not take them meanwhile).
-free_ports() {
-    "$PYTHON" - "$1" <<'EOF'
-import random, socket, sys
-want, ports = int(sys.argv[1]), []
-for _ in range(500):
-    p = random.randint(20000, 32000)
-    if p in ports:
-        continue
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    ports.append(p)
-    if len(ports) == want:
-        break
-print(" ".join(map(str, ports)))
-EOF
-}
-
-# fresh_node NODE: new directory WORKDIR/NODE (config, empty state dir,
-# sockets, log) and a new 1 GiB zero backing file, written out (not
+# zero_fill NODE: NODE's backing is 1 GiB of zeroes, written out (not
 # sparse), clean and in the page cache.
-fresh_node() {
-    local n=$1 d=$WORKDIR/$1 m
-    [ -z "${NODE_PID[$n]:-}" ] || { log "  fresh_node $n: still running"; return 1; }
-    case $d in "$WORKDIR"/?*) rm -rf -- "$d" ;; esac
-    mkdir -p "$d/state"
-    dd if=/dev/zero of="$d/disk.img" bs=16M count=$((SIZE_BYTES / 16777216)) \
-        status=none
-    sync "$d/disk.img"
-    {
-        printf '[global]\n'
-        printf 'node = %s\n' "$n"
-        printf 'nbd-socket = %s\n' "$d/nbd.sock"
-        printf 'control-socket = %s\n' "$d/control.sock"
-        printf 'state-dir = %s\n' "$d/state"
-        printf 'pidfile = %s\n' "$d/pid"
-        printf 'key-file = %s\n' "$WORKDIR/key"
-        printf '[volume %s]\n' "$VOL"
-        printf 'backing = %s\n' "$d/disk.img"
-        printf 'size = 1G\n'
-        printf 'io-threads = %s\n' "$REPLAGENTD_IO_THREADS"
-        for m in "${NODES[@]}"; do
-            printf 'replica = %s 127.0.0.1:%s\n' "$m" "${PORT[$m]}"
-        done
-    } >"$d/replagentd.conf"
+zero_fill() {
+	dd if=/dev/zero of="${NODE_BACKING[$1]}" bs=16M count=$((SIZE_BYTES / 16777216)) \
+		status=none || hard_error "cannot write ${NODE_BACKING[$1]}"
+	sync "${NODE_BACKING[$1]}"
 }
 
-start_node() {          # start_node NODE (the log is appended to)
-    local n=$1 d=$WORKDIR/$1
-    rm -f -- "$d/nbd.sock" "$d/control.sock"
-    "$REPLAGENTD" -f -c "$d/replagentd.conf" 2>>"$d/log" &
-    NODE_PID[$n]=$!
-    STARTED_PIDS+=("$!")
+# blank NODE: an empty state dir and a fresh zero backing (phase 4: a
+# replica that holds data but no metadata takes a full resync).
+blank() {
+	rm -rf -- "${NODE_DIR[$1]}/state"
+	zero_fill "$1"
 }
 
-stop_node() {           # stop_node NODE: SIGTERM by PID, wait for the exit
-    kill_pid "${NODE_PID[$1]:-}"
-    NODE_PID[$1]=
-}
+# peer_link NODE PEER: the link NODE shows for PEER (or "none").
+peer_link() { status_value "$1" "p.get(\"$2\", {}).get(\"link\", \"none\")" 2>/dev/null || echo none; }
 
-status_json() {         # status_json NODE
-    timeout 10 "$REPLAGENT" -s "$(ctl_of "$1")" status --json 2>/dev/null || true
-}
-
-# Reads "status --json" on stdin: prints the link of peer argv[2] in volume
-# argv[1] (or "none").
-PEER_LINK_PY='
-import json, sys
-try:
-    v = [x for x in json.load(sys.stdin)["volumes"] if x["name"] == sys.argv[1]][0]
-    print([p for p in v["peers"] if p["node"] == sys.argv[2]][0]["link"])
-except Exception:
-    print("none")
-'
-peer_link() {           # peer_link NODE PEER
-    status_json "$1" | "$PYTHON" -c "$PEER_LINK_PY" "$VOL" "$2"
-}
-
-# wait_link NODE PEER REGEX TIMEOUT: until NODE sees PEER's link match.
-wait_link() {
-    local end=$((SECONDS + $4)) l
-    while :; do
-        l=$(peer_link "$1" "$2")
-        [[ $l =~ ^($3)$ ]] && return 0
-        if [ "$SECONDS" -ge "$end" ]; then
-            log "  $1: link to $2 is $l, not $3, after ${4}s; log tails:"
-            tail -n 5 "$WORKDIR"/a/log "$WORKDIR"/b/log >&2 || true
-            return 1
-        fi
-        sleep 0.1
-    done
-}
-
-# start_pair: fresh a and b, connected, a promoted and serving NBD.
-start_pair() {
-    local n out i
-    for n in "${NODES[@]}"; do fresh_node "$n"; done
-    for n in "${NODES[@]}"; do start_node "$n"; done
-    wait_link a b Connected "$REPL_CONNECT_TIMEOUT"
-    wait_link b a Connected "$REPL_CONNECT_TIMEOUT"
-    if ! out=$(timeout 15 "$REPLAGENT" -s "$(ctl_of a)" promote "$VOL" 2>&1); then
-        log "  promote on a failed: $out"
-        return 1
-    fi
-    for ((i = 0; i < 150; i++)); do
-        [ -S "$WORKDIR/a/nbd.sock" ] && return 0
-        sleep 0.1
-    done
-    log "  a's NBD socket did not appear"
-    return 1
+# new_pair: a and b new and identical (their first start creates two blank
+# replicas, sparse backings; then the backings are written out as zeroes
+# while both are stopped), connected, a promoted and serving NBD.
+new_pair() {
+	local n
+	for n in a b; do
+		rm -rf -- "${NODE_DIR[$n]}/state" "${NODE_BACKING[$n]}"
+		start_node "$n"
+	done
+	wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
+		fail "a and b did not connect"
+	stop_node b
+	stop_node a
+	zero_fill a
+	zero_fill b
+	start_pair a b
 }
 
 # ------------------------------------------------------------------- guest --
 
 # fio_job_args NAME SECONDS [fio option...]: FIO_ARGS = the phase-1 job
-# (4k random write QD1 on a), JSON to WORKDIR/NAME.json.
+# (4k random write QD1 on a), JSON to TESTDIR/NAME.json.
 FIO_ARGS=()
 fio_job_args() {
     local name=$1 secs=$2
     shift 2
-    FIO_ARGS=(--name="$name" --ioengine=nbd --uri="$(uri_of a)"
+    FIO_ARGS=(--name="$name" --ioengine=nbd --uri="${NODE_NBD_URI[a]}"
         --rw=randwrite --bs=4k --iodepth=1 --numjobs=1 --time_based
-        --runtime="$secs" --output-format=json --output="$WORKDIR/$name.json" "$@")
+        --runtime="$secs" --output-format=json --output="$TESTDIR/$name.json" "$@")
 }
 fio_job() {             # fio_job NAME SECONDS [fio option...], in the foreground
     fio_job_args "$@"
-    "$FIO_BIN" "${FIO_ARGS[@]}" >"$WORKDIR/$1.out" 2>&1
+    "$FIO_BIN" "${FIO_ARGS[@]}" >"$TESTDIR/$1.out" 2>&1
 }
 
 # dirty NAME AMOUNT: a writes AMOUNT as random DIRTY_BS writes over the
 # whole volume (no block twice: fio's random map).
 dirty() {
     local rc=0
-    "$FIO_BIN" --name="$1" --ioengine=nbd --uri="$(uri_of a)" --rw=randwrite \
+    "$FIO_BIN" --name="$1" --ioengine=nbd --uri="${NODE_NBD_URI[a]}" --rw=randwrite \
         --bs="$DIRTY_BS" --iodepth="$DIRTY_DEPTH" --io_size="$2" \
-        --randrepeat=0 --output-format=json --output="$WORKDIR/$1.json" \
-        >"$WORKDIR/$1.out" 2>&1 || rc=$?
+        --randrepeat=0 --output-format=json --output="$TESTDIR/$1.json" \
+        >"$TESTDIR/$1.out" 2>&1 || rc=$?
     if [ "$rc" != 0 ]; then
-        log "  fio $1 failed (rc=$rc): $(tail -n 3 "$WORKDIR/$1.out" | tr '\n' ' ')"
+        log "  fio $1 failed (rc=$rc): $(tail -n 3 "$TESTDIR/$1.out" | tr '\n' ' ')"
         return 1
     fi
 }
@@ -352,18 +211,11 @@ for k, v in res.items():
 '
 
 # log_since NODE LINE: the lines of NODE's log after line number LINE.
-log_since() { tail -n +$(($2 + 1)) "$WORKDIR/$1/log" 2>/dev/null || true; }
-log_lines() { wc -l <"$WORKDIR/$1/log" 2>/dev/null || echo 0; }
+log_since() { tail -n +$(($2 + 1)) "$(daemon_log "$1")" 2>/dev/null || true; }
+log_lines() { wc -l <"$(daemon_log "$1")" 2>/dev/null || echo 0; }
 
-sent_bytes() {          # sent_bytes: a's resync_sent_bytes for b
-    status_json a | "$PYTHON" -c '
-import json, sys
-try:
-    v = [x for x in json.load(sys.stdin)["volumes"] if x["name"] == sys.argv[1]][0]
-    print([p for p in v["peers"] if p["node"] == "b"][0]["resync_sent_bytes"])
-except Exception:
-    print(0)' "$VOL"
-}
+# sent_bytes: a's resync_sent_bytes for b.
+sent_bytes() { status_value a 'p["b"]["resync_sent_bytes"]' 2>/dev/null || echo 0; }
 
 mib() { awk -v b="$1" 'BEGIN { if (b ~ /^[0-9]+$/) printf "%.1f MiB", b / 1048576; else print "n/a" }'; }
 rate() {                # rate BYTES SECONDS -> MiB/s
@@ -382,34 +234,36 @@ ratio() {
 away_and_back() {
     local ph=$1 amount=$2 load=${3:-} mark sent0 sent1 t0 fio_pid='' since l
     stop_node b
-    wait_link a b 'Connecting|Disconnected|StandAlone' 15
+    wait_status a 15 'p["b"]["link"] in ("Connecting", "Disconnected", "StandAlone")' ||
+        fail "a still sees b connected"
     log "[$ph] b stopped; a writes $amount ($DIRTY_BS random writes)"
     dirty "dirty-$ph" "$amount"
-    [ "$ph" = 4 ] && fresh_node b
-    sync "$WORKDIR/a/disk.img"
+    [ "$ph" = 4 ] && blank b
+    sync "${NODE_BACKING[a]}"
     sent0=$(sent_bytes)
     mark=$(log_lines a)
     log "[$ph] starting b${load:+ and the guest job}"
     t0=$(date +%s.%N)
     start_node b
     if [ -n "$load" ]; then
-        fio_job_args "load-$ph" "$LOAD_RUNTIME" --write_lat_log="$WORKDIR/load-$ph" \
+        fio_job_args "load-$ph" "$LOAD_RUNTIME" --write_lat_log="$TESTDIR/load-$ph" \
             --log_unix_epoch=1
         # fio itself in the background (not a subshell): SIGTERM reaches it.
-        "$FIO_BIN" "${FIO_ARGS[@]}" >"$WORKDIR/load-$ph.out" 2>&1 &
+        "$FIO_BIN" "${FIO_ARGS[@]}" >"$TESTDIR/load-$ph.out" 2>&1 &
         fio_pid=$!
-        STARTED_PIDS+=("$fio_pid")
+        track_pid "$fio_pid"
     fi
     R=([status]=failed [t_up]=n/a [t_sync]=n/a [t_sync_end]=n/a [t_done]=n/a
        [polls]=0 [links]=none [max_rate_bps]=0)
     while IFS='=' read -r k v; do
         R[$k]=$v
-    done < <("$PYTHON" -c "$POLL_PY" "$REPLAGENT" "$(ctl_of a)" "$VOL" b "$t0" \
+    done < <("$PYTHON" -c "$POLL_PY" "$REPLAGENT" "${NODE_CTL[a]}" "$CLUSTER_VOL" b "$t0" \
                  "$SYNC_TIMEOUT" "$POLL_MS")
     if [ -n "$fio_pid" ]; then
         # Stop the guest job as soon as b is in sync; fio reports on SIGTERM.
-        kill -0 "$fio_pid" 2>/dev/null && R[fio_stopped]=1
-        kill_pid "$fio_pid"
+        _alive "$fio_pid" && R[fio_stopped]=1
+        stop_pid "$fio_pid"
+        untrack_pid "$fio_pid"
     fi
     sent1=$(sent_bytes)
     since=$(log_since a "$mark")
@@ -447,19 +301,19 @@ away_and_back() {
     lo=$(awk -v a="$t0" -v b="${R[t_sync]}" 'BEGIN { printf "%.3f", a + b }')
     hi=$(awk -v a="$t0" -v b="${R[t_sync_end]}" 'BEGIN { printf "%.3f", a + b }')
     read -r ios mean p99 < <("$PYTHON" -c "$WINDOW_LAT_PY" \
-        "$WORKDIR/load-${ph}_clat.1.log" "$lo" "$hi" 2>/dev/null || echo "0 n/a n/a")
+        "$TESTDIR/load-${ph}_clat.1.log" "$lo" "$hi" 2>/dev/null || echo "0 n/a n/a")
     printf '  %-40s mean %s us, p99 %s us (%s requests, %s s)\n' \
         "guest while a was SyncSource (polls):" "$mean" "$p99" "$ios" \
         "$(awk -v a="${R[t_sync]}" -v b="${R[t_sync_end]}" 'BEGIN { if (a ~ /^[0-9.]+$/ && b ~ /^[0-9.]+$/) printf "%.1f", b - a; else print "n/a" }')"
     printf '  %-40s mean %s, p99 %s   (goal of the issue: within 2x)\n' \
         "  ratio to the baseline:" "$(ratio "$mean" "$BASE_MEAN")" "$(ratio "$p99" "$BASE_P99")"
-    if read -r ios mean p99 iops < <(fio_lat "$WORKDIR/load-$ph.json" 2>/dev/null); then
+    if read -r ios mean p99 iops < <(fio_lat "$TESTDIR/load-$ph.json" 2>/dev/null); then
         printf '  %-40s mean %s us, p99 %s us (%s requests, %s IOPS)\n' \
             "guest, whole job (b start -> in sync):" "$mean" "$p99" "$ios" "$iops"
         printf '  %-40s mean %s, p99 %s\n' "  ratio to the baseline:" \
             "$(ratio "$mean" "$BASE_MEAN")" "$(ratio "$p99" "$BASE_P99")"
     else
-        echo "  guest job failed: $(tail -n 3 "$WORKDIR/load-$ph.out" 2>/dev/null | tr '\n' ' ')"
+        echo "  guest job failed: $(tail -n 3 "$TESTDIR/load-$ph.out" 2>/dev/null | tr '\n' ' ')"
     fi
     [ -n "${R[fio_stopped]:-}" ] ||
         echo "  (the guest job ended after ${LOAD_RUNTIME}s, before b was in sync)"
@@ -470,18 +324,18 @@ away_and_back() {
 
 print_facts() {
     local fs
-    fs=$(findmnt -n -o FSTYPE -T "$WORKDIR" 2>/dev/null || echo '?')
+    fs=$(findmnt -n -o FSTYPE -T "$TESTDIR" 2>/dev/null || echo '?')
     echo "== machine"
     echo "nproc:        $(nproc)"
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min, at start)"
     echo "cpu:          $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
     echo "memory:       $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     echo "kernel:       $(uname -sr)"
-    echo "temp dir:     $WORKDIR ($fs)"
+    echo "temp dir:     $TESTDIR ($fs)"
     echo "fio:          $("$FIO_BIN" --version 2>&1 | head -n 1)"
-    echo "replagentd:   $REPLAGENTD (git $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo '?'), built $(date -r "$REPLAGENTD" '+%F %T'))"
+    echo "replagentd:   $REPLAGENTD (git $(git -C "$TESTS_SRCDIR" describe --always --dirty 2>/dev/null || echo '?'), built $(date -r "$REPLAGENTD" '+%F %T'))"
     echo "== setup"
-    echo "nodes a, b:   replagentd, static mode, 127.0.0.1:${PORT[a]} / :${PORT[b]}, shared key,"
+    echo "nodes a, b:   replagentd, static mode, ${NODE_ADDR[a]} / ${NODE_ADDR[b]}, shared key,"
     echo "              volume 1 GiB, zero backing files, io-threads=$REPLAGENTD_IO_THREADS; a Primary"
     echo "guest:        fio ioengine=nbd on a: 4k randwrite QD1 (clat mean, p99)"
     echo "away writes:  $DIRTY (phase 3: $DIRTY_LOAD) as random $DIRTY_BS writes QD$DIRTY_DEPTH"
@@ -491,28 +345,20 @@ print_facts() {
 }
 
 main() {
-    local c ios iops p
-    for c in "$FIO_BIN" "$PYTHON"; do
-        have_cmd "$c" || { log "$c not found"; exit 1; }
+    local ios iops n
+    cluster_config -v rsbench -s 1G a b
+    for n in a b; do
+        volume_option "$n" "io-threads = $REPLAGENTD_IO_THREADS"
     done
-    for c in "$REPLAGENTD" "$REPLAGENT"; do
-        [ -x "$c" ] || { log "$c not built (make -C build)"; exit 1; }
-    done
-    WORKDIR=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/resync-bench.XXXXXX")
-    read -r -a p <<< "$(free_ports 2)"
-    [ "${#p[@]}" = 2 ] || { log "no 2 free TCP ports"; exit 1; }
-    PORT[a]=${p[0]} PORT[b]=${p[1]}
-    (umask 077 && head -c 32 /dev/urandom >"$WORKDIR/key")
-    chmod 0600 "$WORKDIR/key"
 
     print_facts
 
     log "[1] starting a and b (fresh, identical)"
-    start_pair
+    new_pair
     fio_job warmup 2 || true
     log "[1] baseline: ${BASE_RUNTIME}s 4k randwrite QD1"
-    fio_job base "$BASE_RUNTIME" || { log "  baseline fio failed: $(tail -n 3 "$WORKDIR/base.out")"; exit 1; }
-    read -r ios BASE_MEAN BASE_P99 iops < <(fio_lat "$WORKDIR/base.json")
+    fio_job base "$BASE_RUNTIME" || fail "baseline fio failed: $(tail -n 3 "$TESTDIR/base.out")"
+    read -r ios BASE_MEAN BASE_P99 iops < <(fio_lat "$TESTDIR/base.json")
     echo
     echo "== 1. baseline: guest 4k randwrite QD1 on a, b Connected, no resync (${BASE_RUNTIME}s)"
     printf '  %-40s mean %s us, p99 %s us (%s requests, %s IOPS)\n' "4k randwrite QD1:" \
@@ -533,7 +379,7 @@ main() {
     log "[4] fresh pair"
     stop_node b
     stop_node a
-    start_pair
+    new_pair
     away_and_back 4 "$DIRTY"
 
     stop_node b
@@ -541,9 +387,9 @@ main() {
     echo
     echo "load average: $(cut -d' ' -f1-3 /proc/loadavg) (at the end)"
     local w
-    w=$(cat "$WORKDIR"/a/log "$WORKDIR"/b/log 2>/dev/null |
+    w=$(cat "$(daemon_log a)" "$(daemon_log b)" 2>/dev/null |
         grep -E ' (warning|err|error|crit|alert|emerg): ' |
-        grep -vE 'peer [ab] is gone|peer [ab]: peer shut down|records this replica as Outdated' ||
+        grep -vE 'peer [ab] is gone|peer [ab]: peer shut down|records this replica as Outdated|is missing but backing .* holds data' ||
         true)
     if [ -n "$w" ]; then
         echo "daemon warnings/errors besides the expected ones for a stopped b:"
@@ -551,7 +397,7 @@ main() {
     fi
     if [ "$KEEP_LOGS" = 1 ]; then
         log "--- log tails ---"
-        tail -n 20 "$WORKDIR"/a/log "$WORKDIR"/b/log >&2 || true
+        tail -n 20 "$(daemon_log a)" "$(daemon_log b)" >&2 || true
     fi
 }
 
