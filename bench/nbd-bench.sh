@@ -33,10 +33,7 @@
 #   N_RAND_QD1 [60000] N_RAND_QD32 [200000] N_SEQ [6000]  qemu-img counts
 #   FLUSH_INTERVAL     if set, qemu-img write runs flush every N requests
 #   RUN_TIMEOUT [120]  seconds before one measurement is abandoned ("t/o")
-#   BENCH_DIR [$TMPDIR or /tmp]  where the temp dir (and the 1 GiB file) go
-#   REPLAGENTD [build/agent/replagentd]  NBDKIT QEMU_NBD QEMU_IMG FIO_BIN
-#   REPLAGENT [build/agent/replagent]  (CLI: status/promote, 2r and 3r)
-#   PYTHON [python3]   free ports, status parsing, loopback round trip
+#   NBDKIT QEMU_NBD QEMU_IMG FIO_BIN
 #   REPL_CONNECT_TIMEOUT [20]  seconds for all replication links to connect
 #   NBDKIT_THREADS [16] (= nbdkit's default)   QEMU_NBD_SHARED [8] (-e)
 #   REPLAGENTD_IO_THREADS [16]
@@ -53,25 +50,24 @@
 # Prometheus scrapes every 15 s).  Both get ratio columns against
 # replagentd-nostats when it runs.
 #
-# Replicated columns (replagentd-2r, replagentd-3r): nodes n1..nN, each in
-# WORKDIR/replagentd-Nr/nI with its own config, state dir (fresh per start)
-# and copy of the prepared file (copied before each start, so all replicas
-# start identical; with fresh metadata they count as blank: no initial
-# sync), one shared 32-byte key file (0600), replication over 127.0.0.1 on
-# free ports.  Once every node reports every peer link "Connected", n1 is
-# promoted and benchmarked through its NBD socket.  After the tables, the 4k
+# Replicated columns (replagentd-2r, replagentd-3r): nodes n1..nN made by
+# tests/functions.sh's cluster_config (own config and state dir, fresh per
+# start, one shared key, replication over 127.0.0.1 on free ports), each
+# with a copy of the prepared file (see start_repl: no initial sync).  Once
+# every node reports every peer link "Connected", n1 is promoted and
+# benchmarked through its NBD socket.  Processes and the temp dir are
+# tests/functions.sh's too (tracked, stopped by PID, removed at exit).  After the tables, the 4k
 # write QD1 latency (1e6 / IOPS) of 1r, 2r and 3r is printed next to one
 # loopback TCP round trip measured with python3.
 #
-# Adding a server: write have_X, start_X and stop_X (start_X sets SERVER_PID,
-# SERVER_SOCK and, if it does not serve $IMG itself, SERVER_FILES; stop_X
+# Adding a server: write srv_have_X, srv_start_X and srv_stop_X (srv_start_X
+# sets SERVER_PID, SERVER_SOCK and, if it does not serve $IMG itself,
+# SERVER_FILES; srv_stop_X
 # stops by PID), add X to ALL_SERVERS and LABEL[X].  Every server whose name
 # starts with "replagentd" gets ratio columns: against RATIO_VS[X] if set and
 # benchmarked (2r/1r, 3r/1r), else against each of BASELINES.
-set -euo pipefail
-
-SCRIPT_DIR=$(cd -- "$(dirname -- "${BASH_SOURCE[0]}")" && pwd)
-REPO_DIR=$(cd -- "$SCRIPT_DIR/.." && pwd)
+# shellcheck source=tests/functions.sh
+. "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
@@ -93,9 +89,6 @@ FLUSH_INTERVAL=${FLUSH_INTERVAL:-}
 RAND_STRIDE_BLOCKS=${RAND_STRIDE_BLOCKS:-104729}
 KEEP_LOGS=${KEEP_LOGS:-0}
 
-REPLAGENTD=${REPLAGENTD:-$REPO_DIR/build/agent/replagentd}
-REPLAGENT=${REPLAGENT:-$REPO_DIR/build/agent/replagent}
-PYTHON=${PYTHON:-python3}
 REPL_CONNECT_TIMEOUT=${REPL_CONNECT_TIMEOUT:-20}
 NBDKIT=${NBDKIT:-nbdkit}
 QEMU_NBD=${QEMU_NBD:-qemu-nbd}
@@ -144,60 +137,25 @@ declare -A WL_NAME=(
 
 declare -A RES=()        # "client|server|workload" -> space-separated values
 declare -A UNAVAIL=()    # server -> reason
-STARTED_PIDS=()
-WORKDIR=
 IMG=
 SERVER_PID=
 SERVER_SOCK=
 SERVER_FILES=()          # the backing file(s) of the running server
-REPL_PIDS=()             # daemons of the running replicated variant
-REPL_DIR=                # its directory (empty: not a replicated variant)
-REPL_N=0                 # its number of nodes
+REPL_NODES=()            # nodes of the running replicated variant (none: not one)
 REPL_WARN=0              # warning/error lines in its logs so far
 REPL_MARK=               # "!" if the last measurement saw link trouble
 
-log() { printf '%s\n' "$*" >&2; }
 
-# ---------------------------------------------------------------- cleanup --
+# ------------------------------------------------------------- processes --
 
-kill_pid() {            # kill_pid PID: SIGTERM, wait up to 10 s, then SIGKILL
-    local pid=$1 i
-    [ -n "$pid" ] || return 0
-    kill -0 "$pid" 2>/dev/null || { wait "$pid" 2>/dev/null || true; return 0; }
-    kill -TERM "$pid" 2>/dev/null || true
-    for ((i = 0; i < 100; i++)); do
-        kill -0 "$pid" 2>/dev/null || break
-        sleep 0.1
-    done
-    if kill -0 "$pid" 2>/dev/null; then
-        log "  pid $pid ignored SIGTERM for 10 s, sending SIGKILL"
-        kill -KILL "$pid" 2>/dev/null || true
-    fi
-    wait "$pid" 2>/dev/null || true
-    forget_pid "$pid"
+# Everything this script starts is tracked (tests/functions.sh: track_pid)
+# and stopped by PID at the end, however it ends, with TESTDIR removed.
+# end_pid PID: stop one now (SIGTERM, then SIGKILL after 10 s).
+end_pid() {
+    [ -n "$1" ] || return 0
+    stop_pid "$1" 10
+    untrack_pid "$1"
 }
-
-forget_pid() {
-    local p keep=()
-    for p in "${STARTED_PIDS[@]}"; do
-        [ "$p" = "$1" ] || keep+=("$p")
-    done
-    STARTED_PIDS=("${keep[@]}")
-}
-
-cleanup() {
-    set +e
-    local p
-    for p in "${STARTED_PIDS[@]}"; do
-        kill_pid "$p"
-    done
-    if [ -n "$WORKDIR" ] && [ -d "$WORKDIR" ]; then
-        rm -rf -- "$WORKDIR"
-    fi
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 # ---------------------------------------------------------------- helpers --
 
@@ -213,7 +171,7 @@ wait_ready() {
             log "  server pid $pid exited during startup; log tail:"
             tail -n 20 "$logf" >&2 || true
             wait "$pid" 2>/dev/null || true
-            forget_pid "$pid"
+            untrack_pid "$pid"
             return 1
         fi
         if [ -S "$sock" ] &&
@@ -227,10 +185,10 @@ wait_ready() {
     return 1
 }
 
-# fresh_dir DIR: per-start directory under WORKDIR (sockets, logs, state);
+# fresh_dir DIR: per-start directory under TESTDIR (sockets, logs, state);
 # servers do not always unlink their socket on exit.
 fresh_dir() {
-    case $1 in "$WORKDIR"/?*) rm -rf -- "$1" ;; esac
+    case $1 in "$TESTDIR"/?*) rm -rf -- "$1" ;; esac
     mkdir -p "$1"
 }
 
@@ -243,10 +201,10 @@ settle_cache() {
 
 # ---------------------------------------------------------- server: nbdkit --
 
-have_nbdkit() { have_cmd "$NBDKIT" || { UNAVAIL[nbdkit]="$NBDKIT not found"; return 1; }; }
+srv_have_nbdkit() { have_cmd "$NBDKIT" || { UNAVAIL[nbdkit]="$NBDKIT not found"; return 1; }; }
 
-start_nbdkit() {
-    local d=$WORKDIR/nbdkit
+srv_start_nbdkit() {
+    local d=$TESTDIR/nbdkit
     fresh_dir "$d"
     SERVER_SOCK=$d/nbd.sock
     # file plugin, default cache (page cache), default fadvise; --threads
@@ -254,18 +212,18 @@ start_nbdkit() {
     "$NBDKIT" -f -U "$SERVER_SOCK" --threads "$NBDKIT_THREADS" \
         file file="$IMG" 2>"$d/log" &
     SERVER_PID=$!
-    STARTED_PIDS+=("$SERVER_PID")
+    track_pid "$SERVER_PID"
     wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log"
 }
 
-stop_nbdkit() { kill_pid "$SERVER_PID"; }
+srv_stop_nbdkit() { end_pid "$SERVER_PID"; }
 
 # -------------------------------------------------------- server: qemu-nbd --
 
-have_qemu_nbd() { have_cmd "$QEMU_NBD" || { UNAVAIL[qemu-nbd]="$QEMU_NBD not found"; return 1; }; }
+srv_have_qemu_nbd() { have_cmd "$QEMU_NBD" || { UNAVAIL[qemu-nbd]="$QEMU_NBD not found"; return 1; }; }
 
-start_qemu_nbd() {
-    local d=$WORKDIR/qemu-nbd
+srv_start_qemu_nbd() {
+    local d=$TESTDIR/qemu-nbd
     fresh_dir "$d"
     SERVER_SOCK=$d/nbd.sock
     # buffered I/O like replagentd (FLUSH -> fdatasync); -t: keep serving
@@ -273,15 +231,15 @@ start_qemu_nbd() {
     "$QEMU_NBD" -k "$SERVER_SOCK" -f raw -x "$EXPORT" --cache=writeback \
         --aio=threads -t -e "$QEMU_NBD_SHARED" "$IMG" 2>"$d/log" &
     SERVER_PID=$!
-    STARTED_PIDS+=("$SERVER_PID")
+    track_pid "$SERVER_PID"
     wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log"
 }
 
-stop_qemu_nbd() { kill_pid "$SERVER_PID"; }
+srv_stop_qemu_nbd() { end_pid "$SERVER_PID"; }
 
 # ------------------------------------------------------ server: replagentd --
 
-have_replagentd() {
+srv_have_replagentd() {
     [ -x "$REPLAGENTD" ] || { UNAVAIL[replagentd]="$REPLAGENTD not built"; return 1; }
 }
 
@@ -311,67 +269,67 @@ write_replagentd_conf() {
     } >"$d/replagentd.conf"
 }
 
-start_replagentd() {
-    local d=$WORKDIR/replagentd
+srv_start_replagentd() {
+    local d=$TESTDIR/replagentd
     fresh_dir "$d"
     write_replagentd_conf "$d" "$IMG"
     SERVER_SOCK=$d/nbd.sock
     "$REPLAGENTD" -f -c "$d/replagentd.conf" 2>"$d/log" &
     SERVER_PID=$!
-    STARTED_PIDS+=("$SERVER_PID")
+    track_pid "$SERVER_PID"
     wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log"
 }
 
-stop_replagentd() { kill_pid "$SERVER_PID"; }
+srv_stop_replagentd() { end_pid "$SERVER_PID"; }
 
 # ------------------------ server: replagentd-nostats, replagentd-metrics --
 
-have_replagentd_nostats() {
+srv_have_replagentd_nostats() {
     [[ -n $REPLAGENTD_NOSTATS && -x $REPLAGENTD_NOSTATS ]] ||
         { UNAVAIL[replagentd-nostats]="REPLAGENTD_NOSTATS not set to a binary"; return 1; }
 }
 
-start_replagentd_nostats() {
-    local d=$WORKDIR/replagentd-nostats
+srv_start_replagentd_nostats() {
+    local d=$TESTDIR/replagentd-nostats
     fresh_dir "$d"
     write_replagentd_conf "$d" "$IMG"
     SERVER_SOCK=$d/nbd.sock
     "$REPLAGENTD_NOSTATS" -f -c "$d/replagentd.conf" 2>"$d/log" &
     SERVER_PID=$!
-    STARTED_PIDS+=("$SERVER_PID")
+    track_pid "$SERVER_PID"
     wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log"
 }
 
-stop_replagentd_nostats() { kill_pid "$SERVER_PID"; }
+srv_stop_replagentd_nostats() { end_pid "$SERVER_PID"; }
 
-have_replagentd_metrics() {
-    have_replagentd || { UNAVAIL[replagentd-metrics]=${UNAVAIL[replagentd]}; return 1; }
+srv_have_replagentd_metrics() {
+    srv_have_replagentd || { UNAVAIL[replagentd-metrics]=${UNAVAIL[replagentd]}; return 1; }
     have_cmd curl || { UNAVAIL[replagentd-metrics]="curl not found"; return 1; }
 }
 
 SCRAPER_PID=
-start_replagentd_metrics() {
-    local d=$WORKDIR/replagentd-metrics port url
+srv_start_replagentd_metrics() {
+    local d=$TESTDIR/replagentd-metrics port url
     fresh_dir "$d"
     write_replagentd_conf "$d" "$IMG"
-    port=$(free_ports 1)
+    port=$(free_port)
     url=http://127.0.0.1:$port/metrics
     sed -i "/^\[global\]/a metrics-listen = 127.0.0.1:$port" "$d/replagentd.conf"
     SERVER_SOCK=$d/nbd.sock
     "$REPLAGENTD" -f -c "$d/replagentd.conf" 2>"$d/log" &
     SERVER_PID=$!
-    STARTED_PIDS+=("$SERVER_PID")
+    track_pid "$SERVER_PID"
     wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/log" || return 1
     curl -sf -o /dev/null "$url" || { log "  GET $url failed"; return 1; }
     while curl -sf -o /dev/null "$url"; do sleep "$METRICS_SCRAPE_INTERVAL"; done &
     SCRAPER_PID=$!
-    STARTED_PIDS+=("$SCRAPER_PID")
+    track_pid "$SCRAPER_PID"
 }
 
-stop_replagentd_metrics() {
-    kill_pid "$SCRAPER_PID"
+srv_stop_replagentd_metrics() {
+    end_pid "$SCRAPER_PID"
     SCRAPER_PID=
-    kill_pid "$SERVER_PID"
+    end_pid "$SERVER_PID"
 }
 
 # ---------------------------------- server: replagentd-2r, replagentd-3r --
@@ -381,127 +339,60 @@ have_repl() {              # have_repl NAME
     [ -x "$REPLAGENT" ] || { UNAVAIL[$1]="$REPLAGENT not built"; return 1; }
     have_cmd "$PYTHON" || { UNAVAIL[$1]="$PYTHON not found"; return 1; }
 }
-have_replagentd_2r() { have_repl replagentd-2r; }
-have_replagentd_3r() { have_repl replagentd-3r; }
+srv_have_replagentd_2r() { have_repl replagentd-2r; }
+srv_have_replagentd_3r() { have_repl replagentd-3r; }
 
-# free_ports N: N distinct TCP ports that 127.0.0.1 can bind now, below the
-# ephemeral range (so that outgoing connections do not take them meanwhile).
-free_ports() {
-    "$PYTHON" - "$1" <<'EOF'
-import random, socket, sys
-want, ports = int(sys.argv[1]), []
-for _ in range(500):
-    p = random.randint(20000, 32000)
-    if p in ports:
-        continue
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    ports.append(p)
-    if len(ports) == want:
-        break
-print(" ".join(map(str, ports)))
-EOF
-}
-
-# Reads "status --json" on stdin; exit 0 if volume argv[2] has argv[1] - 1
-# peers and every link is "Connected".  Prints the links ("n2=Connected").
-REPL_LINKS_PY='
-import json, sys
-want, vol = int(sys.argv[1]) - 1, sys.argv[2]
-try:
-    v = [x for x in json.load(sys.stdin)["volumes"] if x["name"] == vol][0]
-    peers = v.get("peers", [])
-except Exception:
-    print("no usable status")
-    sys.exit(2)
-print(" ".join("%s=%s" % (p.get("node"), p.get("link")) for p in peers))
-sys.exit(0 if len(peers) == want and
-         all(p.get("link") == "Connected" for p in peers) else 1)
-'
-
-# repl_wait_connected DIR N TIMEOUT [quiet]: wait up to TIMEOUT s until
-# every node n1..nN reports every peer link Connected.
-repl_wait_connected() {
-    local d=$1 n=$2 quiet=${4:-} i js links ok end=$((SECONDS + $3)) pid
-    while :; do
-        for pid in "${REPL_PIDS[@]}"; do
-            if ! kill -0 "$pid" 2>/dev/null; then
-                log "  replagentd pid $pid exited while connecting; log tails:"
-                tail -n 5 "$d"/n*/log >&2 || true
-                return 1
-            fi
-        done
-        ok=1
-        links=
-        for ((i = 1; i <= n; i++)); do
-            js=$(timeout 10 "$REPLAGENT" -s "$d/n$i/control.sock" status --json \
-                 2>/dev/null) || true
-            links+=" n$i:[$("$PYTHON" -c "$REPL_LINKS_PY" "$n" "$EXPORT" <<< "$js")]" ||
-                ok=0
-        done
-        [ "$ok" = 1 ] && return 0
-        if [ "$SECONDS" -ge "$end" ]; then
-            log "  links not all Connected after ${3}s:$links"
-            [ -n "$quiet" ] || tail -n 5 "$d"/n*/log >&2 || true
-            return 1
-        fi
-        sleep 0.2
+# repl_connected TIMEOUT: every node of the running variant shows every
+# other one Connected (waits up to TIMEOUT s; 1 if not).
+repl_connected() {
+    local n
+    for n in "${REPL_NODES[@]}"; do
+        replagentd_alive "$n" || { log "  replagentd $n exited"; return 1; }
+        wait_status "$n" "$1" "len(p) == ${#REPL_NODES[@]} - 1 and all(x[\"link\"] == \"Connected\" for x in p.values())" \
+            >/dev/null 2>&1 || { log "  $n: links not all Connected after ${1}s"; return 1; }
     done
 }
 
-# start_repl NAME N: N nodes, n1 promoted; SERVER_* describe n1.
+# start_repl N: nodes n1..nN (tests/functions.sh's cluster_config on
+# 127.0.0.1), n1 promoted; SERVER_* describe n1.  Each replica is a plain
+# copy of the prepared file (dd: no reflink, no shared extents), clean and
+# warm in the page cache, under metadata of its own: the nodes first start
+# blank (the daemon creates the backing), connect and stop, then the copy
+# replaces the backing, so the copies count as in sync (no initial sync).
 start_repl() {
-    local s=$1 n=$2 d=$WORKDIR/$1 i nd ports=() lines=() out
-    fresh_dir "$d"
-    REPL_PIDS=()
+    local n=$1 i nd
+    REPL_NODES=()
+    for ((i = 1; i <= n; i++)); do REPL_NODES+=("n$i"); done
+    cluster_config -v "$EXPORT" -s 1G "${REPL_NODES[@]}"
     SERVER_FILES=()
-    SERVER_PID=
-    SERVER_SOCK=$d/n1/nbd.sock
-    read -r -a ports <<< "$(free_ports "$n")"
-    [ "${#ports[@]}" = "$n" ] || { log "  no $n free TCP ports"; return 1; }
-    (umask 077 && head -c 32 /dev/urandom >"$d/key")
-    chmod 0600 "$d/key"
-    for ((i = 1; i <= n; i++)); do
-        lines+=("replica = n$i 127.0.0.1:${ports[i - 1]}")
+    for nd in "${REPL_NODES[@]}"; do
+        volume_option "$nd" "io-threads = $REPLAGENTD_IO_THREADS"
+        rm -rf -- "${NODE_DIR[$nd]}/state" "${NODE_BACKING[$nd]}"
+        SERVER_FILES+=("${NODE_BACKING[$nd]}")
     done
-    # Every replica starts as a plain copy of the prepared file (dd: no
-    # reflink, no shared extents), clean and warm in the page cache.
-    for ((i = 1; i <= n; i++)); do
-        nd=$d/n$i
-        mkdir -p "$nd"
-        dd if="$IMG" of="$nd/bench.img" bs=16M status=none || return 1
-        SERVER_FILES+=("$nd/bench.img")
-        write_replagentd_conf "$nd" "$nd/bench.img" "n$i" "$d/key" "${lines[@]}"
+    for nd in "${REPL_NODES[@]}"; do start_node "$nd"; done
+    repl_connected "$REPL_CONNECT_TIMEOUT" || return 1
+    for nd in "${REPL_NODES[@]}"; do stop_node "$nd" >/dev/null; done
+    for nd in "${REPL_NODES[@]}"; do
+        dd if="$IMG" of="${NODE_BACKING[$nd]}" bs=16M conv=notrunc status=none || return 1
     done
     sync "${SERVER_FILES[@]}"
     cat "${SERVER_FILES[@]}" >/dev/null
-    for ((i = 1; i <= n; i++)); do
-        nd=$d/n$i
-        "$REPLAGENTD" -f -c "$nd/replagentd.conf" 2>"$nd/log" &
-        REPL_PIDS+=("$!")
-        STARTED_PIDS+=("$!")
-    done
-    SERVER_PID=${REPL_PIDS[0]}
-    repl_wait_connected "$d" "$n" "$REPL_CONNECT_TIMEOUT" || return 1
-    if ! out=$(timeout 15 "$REPLAGENT" -s "$d/n1/control.sock" promote "$EXPORT" 2>&1); then
-        log "  promote on n1 failed: $out"
-        return 1
-    fi
-    wait_ready "$SERVER_PID" "$SERVER_SOCK" "$d/n1/log" || return 1
-    REPL_DIR=$d
-    REPL_N=$n
+    for nd in "${REPL_NODES[@]}"; do start_node "$nd"; done
+    repl_connected "$REPL_CONNECT_TIMEOUT" || return 1
+    promote n1 >/dev/null
+    SERVER_PID=$(replagentd_pid n1)
+    SERVER_SOCK=${NODE_NBD_SOCK[n1]}
+    wait_ready "$SERVER_PID" "$SERVER_SOCK" "$(daemon_log n1)" || return 1
     REPL_WARN=$(repl_warnings)
 }
 
-# repl_warnings: warning and error lines in the running variant's logs.
+# repl_warnings: warning and error lines in the running variant's logs
+# (since their start).
 repl_warnings() {
-    cat "$REPL_DIR"/n*/log 2>/dev/null |
-        grep -cE '^[^ ]+ [^ ]+ (warning|err|error|crit|alert|emerg):' || true
+    local nd
+    for nd in "${REPL_NODES[@]}"; do cat "$(daemon_log "$nd")"; done 2>/dev/null |
+        grep -cE '^[^ ]+ [^ ]+ [^ ]+ [^ ]+ (warning|err|error|crit|alert|emerg):' || true
 }
 
 # repl_check WHAT: after a measurement of a replicated variant, set
@@ -509,36 +400,35 @@ repl_warnings() {
 # peer dropped and reconnected) or if the links are not all Connected again
 # within 5 s; such a number was not measured with N healthy replicas.
 repl_check() {
-    local now
+    local now nd
     REPL_MARK=
-    [ -n "$REPL_DIR" ] || return 0
-    repl_wait_connected "$REPL_DIR" "$REPL_N" 5 quiet || REPL_MARK='!'
+    [ "${#REPL_NODES[@]}" -gt 0 ] || return 0
+    repl_connected 5 || REPL_MARK='!'
     now=$(repl_warnings)
     if [ "$now" != "$REPL_WARN" ]; then
         REPL_MARK='!'
         log "  replication trouble during $1; first new daemon warnings:"
-        cat "$REPL_DIR"/n*/log 2>/dev/null |
-            grep -E '^[^ ]+ [^ ]+ (warning|err|error|crit|alert|emerg):' |
+        for nd in "${REPL_NODES[@]}"; do cat "$(daemon_log "$nd")"; done 2>/dev/null |
+            grep -E '^[^ ]+ [^ ]+ [^ ]+ [^ ]+ (warning|err|error|crit|alert|emerg):' |
             sort | tail -n +$((REPL_WARN + 1)) | head -n 2 | sed 's/^/    /' >&2 || true
     fi
     REPL_WARN=$now
 }
 
-# stop_repl NAME: stop every node by PID, drop the replicas' files.
+# stop_repl: stop every node by PID, drop the replicas' files.
 stop_repl() {
-    local pid
-    for pid in "${REPL_PIDS[@]}"; do
-        kill_pid "$pid"
+    local nd
+    for nd in "${REPL_NODES[@]}"; do
+        replagentd_alive "$nd" && stop_node "$nd" >/dev/null
+        rm -f -- "${NODE_BACKING[$nd]}"
     done
-    REPL_PIDS=()
-    REPL_DIR=
-    rm -f -- "$WORKDIR/$1"/n*/bench.img
+    REPL_NODES=()
 }
 
-start_replagentd_2r() { start_repl replagentd-2r 2; }
-stop_replagentd_2r() { stop_repl replagentd-2r; }
-start_replagentd_3r() { start_repl replagentd-3r 3; }
-stop_replagentd_3r() { stop_repl replagentd-3r; }
+srv_start_replagentd_2r() { start_repl 2; }
+srv_stop_replagentd_2r() { stop_repl; }
+srv_start_replagentd_3r() { start_repl 3; }
+srv_stop_replagentd_3r() { stop_repl; }
 
 # ---------------------------------------------------------------- clients --
 
@@ -601,15 +491,15 @@ bench_server() {            # bench_server NAME REP
     local s=$1 rep=$2 fn=${1//-/_} wl v rw
     settle_cache
     SERVER_FILES=("$IMG")
-    REPL_DIR=
+    REPL_NODES=()
     log "[rep $rep/$REPS] $s: starting"
-    if ! "start_$fn"; then
+    if ! "srv_start_$fn"; then
         log "  $s failed to start"
         for wl in "${WORKLOADS[@]}"; do
             record qemu-img "$s" "$wl" fail
             [ "$FIO" = 1 ] && record fio "$s" "$wl" fail
         done
-        "stop_$fn"
+        "srv_stop_$fn"
         return 0
     fi
     # Untimed warm-up through the server (connection/thread pools).
@@ -634,10 +524,10 @@ bench_server() {            # bench_server NAME REP
             log "  $(printf '%-28s qemu-img %9s' "${WL_NAME[$wl]}" "$v")"
         fi
     done
-    "stop_$fn"
+    "srv_stop_$fn"
     if [ "$KEEP_LOGS" = 1 ]; then
         log "  --- $s log tail ---"
-        tail -n 10 "$WORKDIR/$s"/log "$WORKDIR/$s"/n*/log >&2 2>/dev/null || true
+        tail -n 10 "$TESTDIR/$s"/log "$TESTDIR"/n*.log >&2 2>/dev/null || true
     fi
 }
 
@@ -830,22 +720,22 @@ version_of() {             # first line of "$@", or "missing"
 
 print_facts() {
     local fs dev
-    fs=$(findmnt -n -o FSTYPE -T "$WORKDIR" 2>/dev/null ||
-         stat -f -c %T "$WORKDIR" 2>/dev/null || echo '?')
-    dev=$(df -P "$WORKDIR" 2>/dev/null | awk 'NR == 2 { print $1 " on " $6 }')
+    fs=$(findmnt -n -o FSTYPE -T "$TESTDIR" 2>/dev/null ||
+         stat -f -c %T "$TESTDIR" 2>/dev/null || echo '?')
+    dev=$(df -P "$TESTDIR" 2>/dev/null | awk 'NR == 2 { print $1 " on " $6 }')
     echo "== machine"
     echo "nproc:        $(nproc)"
     echo "cpu:          $(awk -F': ' '/^model name/ { print $2; exit }' /proc/cpuinfo 2>/dev/null)"
     echo "memory:       $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
     echo "kernel:       $(uname -sr)"
-    echo "temp dir:     $WORKDIR ($fs, $dev)"
+    echo "temp dir:     $TESTDIR ($fs, $dev)"
     echo "== versions"
     echo "qemu-img:     $(version_of "$QEMU_IMG" --version)"
     echo "qemu-nbd:     $(version_of "$QEMU_NBD" --version)"
     echo "nbdkit:       $(version_of "$NBDKIT" --version)"
     echo "fio:          $(version_of "$FIO_BIN" --version)"
     if [ -x "$REPLAGENTD" ]; then
-        echo "replagentd:   $REPLAGENTD (git $(git -C "$REPO_DIR" describe --always --dirty 2>/dev/null || echo '?'), built $(date -r "$REPLAGENTD" '+%F %T'))"
+        echo "replagentd:   $REPLAGENTD (git $(git -C "$TESTS_SRCDIR" describe --always --dirty 2>/dev/null || echo '?'), built $(date -r "$REPLAGENTD" '+%F %T'))"
     else
         echo "replagentd:   missing ($REPLAGENTD)"
     fi
@@ -856,7 +746,7 @@ print_facts() {
     echo "replagentd:   buffered I/O, FLUSH=fdatasync, io-threads=$REPLAGENTD_IO_THREADS"
     echo "2r, 3r:       2 or 3 replagentd on this machine (own dir, config, state, file),"
     echo "              replication over 127.0.0.1, shared key; n1 promoted after all links"
-    echo "              are Connected; the client talks to n1; fresh metadata: no initial sync"
+    echo "              are Connected; the client talks to n1; no initial sync (start_repl)"
     echo "nbdkit:       file plugin, default cache/fadvise, --threads $NBDKIT_THREADS (nbdkit's default)"
     echo "qemu-nbd:     --cache=writeback --aio=threads -e $QEMU_NBD_SHARED -t"
     echo "client:       qemu-img bench -t none (QEMU NBD client, 1 connection); counts: rand QD1 $N_RAND_QD1, rand QD32 $N_RAND_QD32, seq $N_SEQ x 1M"
@@ -876,12 +766,11 @@ main() {
         FIO=0
     fi
     for s in "${SERVER_LIST[@]}"; do
-        if "have_${s//-/_}"; then avail+=("$s"); else log "skipping $s: ${UNAVAIL[$s]}"; fi
+        if "srv_have_${s//-/_}"; then avail+=("$s"); else log "skipping $s: ${UNAVAIL[$s]}"; fi
     done
     [ "${#avail[@]}" -gt 0 ] || { log "no server available"; exit 1; }
 
-    WORKDIR=$(mktemp -d "${BENCH_DIR:-${TMPDIR:-/tmp}}/nbd-bench.XXXXXX")
-    IMG=$WORKDIR/disk.img
+    IMG=$TESTDIR/disk.img
     log "writing 1 GiB of random data to $IMG ..."
     head -c "$SIZE_BYTES" /dev/urandom >"$IMG"
     sync "$IMG"
