@@ -67,17 +67,6 @@ SRV_FILES=()    # backing files, synced between runs
 SRV_DIRS=()     # removed when the server stops (a next cluster starts fresh)
 CLIENT_CPU=()   # taskset prefix of the client (2r-pin)
 
-# minflt PID...: minor page faults of the processes so far (a buffer that
-# malloc maps afresh faults once per page).
-minflt() {
-	local p t=0 f
-	for p in "$@"; do
-		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
-		t=$((t + $(awk '{ print $8 }' <<<"$f")))
-	done
-	echo "$t"
-}
-
 # cpu_idle: "idle total" jiffies of all CPUs so far.
 cpu_idle() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5, t; exit }' /proc/stat; }
 

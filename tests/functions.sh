@@ -662,17 +662,26 @@ mem_kib() {
 		"/proc/$1/status" 2>/dev/null || echo 0
 }
 
-# cpu_ticks PID...: utime + stime of the processes, all threads, in ticks
-# (USER_HZ, 100 a second on Debian).
-cpu_ticks() {
-	local p t=0 f
+# proc_stat_sum AWK-EXPR PID...: the sum over the processes of AWK-EXPR over
+# the fields of /proc/PID/stat after the ")" of comm (state is $1, minflt
+# $8, utime $12, stime $13).
+proc_stat_sum() {
+	local e=$1 p t=0 f
+	shift
 	for p in "$@"; do
-		# Fields after the ")" of comm: state is $1, utime $12, stime $13.
 		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
-		t=$((t + $(awk '{ print $12 + $13 }' <<<"$f")))
+		t=$((t + $(awk "{ print $e }" <<<"$f")))
 	done
 	echo "$t"
 }
+
+# cpu_ticks PID...: utime + stime of the processes, all threads, in ticks
+# (USER_HZ, 100 a second on Debian).
+cpu_ticks() { proc_stat_sum '$12 + $13' "$@"; }
+
+# minflt PID...: minor page faults of the processes so far (a buffer that
+# malloc maps afresh faults once per page).
+minflt() { proc_stat_sum '$8' "$@"; }
 
 # rss_peak_reset PID: VmHWM starts again from the current RSS (needs root).
 rss_peak_reset() { echo 5 >"/proc/$1/clear_refs" 2>/dev/null; }
