@@ -590,6 +590,11 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		need = mark_missing(p->vol, p->idx, w->io);
 		if (need)
 			bm_wait_for(p->vol, w, need);
+		/* The peer went Inconsistent (apply.c): it gets the range
+		 * back now, not at its next handshake. */
+		if (vol->role == REPL_PRIMARY && peer_takes_writes(p) &&
+		    meta_bits_count(vol->meta, p->idx))
+			repl__rs_more(p);
 	}
 	vwrite_put(w);
 	if (kick)
