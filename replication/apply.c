@@ -18,6 +18,7 @@
 
 #include "bufpool.h"
 #include "log.h"
+#include "meta.h"
 #include "peer.h"
 
 struct sapply {
@@ -123,6 +124,34 @@ void repl__apply_unblock(struct repl_volume *vol)
 	}
 }
 
+/* Our disk failed a write (or a flush) of the Primary's: this replica
+ * no longer holds what the Primary acknowledged, so it must not be
+ * promoted.  It records itself Inconsistent and tells its peers; the
+ * Primary, told by the failed acknowledgement, resyncs the range while
+ * connected (replicate.c) and the end of that resync makes us UpToDate
+ * again (resync.c).  DRBD detaches the disk here; without a Diskless mode
+ * this is the closest.  A metadata write that fails too leaves the
+ * metadata broken, which refuses a promotion as well. */
+static void disk_failed(struct repl_volume *vol)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (vol->role == REPL_PRIMARY)
+		return;
+	if (sb.disk_state != META_INCONSISTENT) {
+		sb.disk_state = META_INCONSISTENT;
+		if (meta_update(vol->meta, &sb) < 0)
+			plog(LOG_ERR, vol->name, "cannot record that this replica is "
+			     "Inconsistent");
+	}
+	if (vol->disk_state == GEN_DISK_INCONSISTENT)
+		return;
+	vol->disk_state = GEN_DISK_INCONSISTENT;
+	plog(LOG_WARNING, vol->name, "a write failed here: Inconsistent until resynced");
+	repl__peers_tell_state(vol);
+	repl__changed(vol);
+}
+
 static void apply_done(struct repl_io *io)
 {
 	struct sapply *a = (struct sapply *)io;
@@ -136,6 +165,8 @@ static void apply_done(struct repl_io *io)
 	if (io->result < 0)
 		plog_errno(LOG_ERR, vol->name, -io->result, "applying a write from %s",
 			   a->p->node);
+	if (io->result < 0)
+		disk_failed(vol);
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);
 	repl__buf_put(a->mem);

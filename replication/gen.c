@@ -37,8 +37,8 @@
  * Then disk states and roles, on the result of rules 2..13:
  *
  *  20   exactly one side Inconsistent, the other          the consistent side
- *       consistent, and the result is neither UNRELATED   is source: BITMAP
- *       nor already that sync                             after rules 5, 6,
+ *       consistent, and the result is not already         is source: BITMAP
+ *       that sync (also after rule 13: UNRELATED)         after rules 5, 6,
  *                                                         9, 11, else FULL
  *  21   the source's disk is not consistent               REFUSE
  *  22   the target is a Primary with consistent data      REFUSE
@@ -57,7 +57,8 @@
  * makes contradictory generations split brain instead of letting rule order
  * pick a side, which keeps the table symmetric by construction; rule 12
  * counts a bitmap generation found in the other side's history as a common
- * ancestor; rule 20 after rule 4 is a full sync (DRBD: bitmap); rule 6
+ * ancestor; rule 20 after rule 4 is a full sync (DRBD: bitmap), and
+ * rule 20 applies after rule 13 too (DRBD: unrelated aborts first); rule 6
  * breaks the tie by node id instead of by connection direction; rule 5
  * makes the replica that did not crash the source (DRBD: the crashed
  * Primary): the crashed one may have lost with its power the writes it
@@ -257,8 +258,12 @@ static struct gen_verdict inconsistent_side(const struct gen_side *l,
 	bool bitmap;
 	enum gen_decision d;
 
-	if (v.decision == GEN_UNRELATED)
-		return v;
+	/* Also over UNRELATED (rule 13): the volume UUIDs matched
+	 * (handshake.c), and an Inconsistent side's data is nobody's
+	 * reference.  A replica whose disk keeps failing its writes is
+	 * Inconsistent and reconnects many times; each loss moves the
+	 * Primary's generation, and after a few its current falls out of
+	 * the Primary's history: StandAlone for good otherwise. */
 	if (!(l->disk_state == GEN_DISK_INCONSISTENT && p_ok) &&
 	    !(p->disk_state == GEN_DISK_INCONSISTENT && l_ok))
 		return v;

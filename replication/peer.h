@@ -112,6 +112,7 @@ struct vwrite {
 	bool local_pending;		/* its local write is to come or running */
 	bool local_busy;		/* its local write is running */
 	bool start_after_flush;		/* its activity-log bits are being written */
+	unsigned local_tries;		/* local writes that failed (local_done()) */
 	bool al_held;			/* holds its extents in the activity log */
 	bool al_oversize;		/* too large for it: bits set directly */
 	struct vwrite *anext;		/* waiting for an activity-log slot */

@@ -245,12 +245,49 @@ void repl__rep_thaw(struct repl_volume *vol)
 }
 
 static void local_unblock(struct repl_volume *vol);
+static bool peer_takes_writes(const struct peer *p);
+
+#define LOCAL_RETRIES 2
+
+/* Our own write of w failed, and the peers may hold it: the client gets
+ * the error, but the replicas must not differ where nothing records it
+ * (sim seed 3).  Written again (the guest's buffer is still ours until
+ * the answer), up to LOCAL_RETRIES times; then the range goes into every
+ * peer's bitmap, and the connected ones get it back from us at once (our
+ * data, old or new, is the reference either way).  False: w was
+ * resubmitted. */
+static bool local_failed(struct repl_volume *vol, struct vwrite *w)
+{
+	uint64_t need = 0;
+
+	if (!io_changes_data(w->local.op) || vol->role != REPL_PRIMARY || vol->closing)
+		return true;
+	if (w->local_tries++ < LOCAL_RETRIES) {
+		plog_errno(LOG_WARNING, vol->name, -w->local.result, "writing at %llu: "
+			   "trying again", (unsigned long long)w->local.offset);
+		w->local.result = 0;
+		repl__iopool_submit(vol->pool, &w->local);
+		return false;
+	}
+	plog_errno(LOG_ERR, vol->name, -w->local.result, "writing at %llu: the peers "
+		   "resync the range from this replica", (unsigned long long)w->local.offset);
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		need = MAX(need, mark_missing(vol, i, w->io));
+	if (need)
+		bm_wait_for(vol, w, need);
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (peer_takes_writes(vol->peers[i]))
+			repl__rs_more(vol->peers[i]);
+	return true;
+}
 
 static void local_done(struct repl_io *io)
 {
 	struct vwrite *w = (struct vwrite *)((char *)io - offsetof(struct vwrite, local));
 	struct repl_volume *vol = w->vol;
 
+	if (io->result < 0 && !local_failed(vol, w))
+		return;
 	if (io->result < 0)
 		w->result = io->result;
 	w->local_busy = false;
@@ -590,6 +627,11 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		need = mark_missing(p->vol, p->idx, w->io);
 		if (need)
 			bm_wait_for(p->vol, w, need);
+		/* The peer went Inconsistent (apply.c): it gets the range
+		 * back now, not at its next handshake. */
+		if (vol->role == REPL_PRIMARY && peer_takes_writes(p) &&
+		    meta_bits_count(vol->meta, p->idx))
+			repl__rs_more(p);
 	}
 	vwrite_put(w);
 	if (kick)

@@ -579,7 +579,11 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	for (unsigned i = 0; i < META_BITMAPS; i++)
 		meta_bits_clear_range(vol->meta, i, 0, vol->size);
 	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0) {
+		/* Nothing would ask again while connected: the link goes, and
+		 * the next handshake resyncs (or waits for a restart, if the
+		 * metadata broke). */
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
+		repl__peer_drop(p, "cannot record the end of the resync");
 		return;
 	}
 	p->link = REPL_LINK_CONNECTED;
@@ -610,6 +614,7 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 	sb.disk_state = META_UPTODATE;
 	if (meta_update(vol->meta, &sb) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
+		repl__peer_drop(p, "cannot record the end of the resync");	/* as above */
 		return;
 	}
 	vol->disk_state = GEN_DISK_UPTODATE;

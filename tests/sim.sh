@@ -1,32 +1,47 @@
 #!/bin/bash
 # tests/sim.sh: the deterministic simulator (tests/sim/replsim) over
 # SIM_RUNS seeds (default 5000, from SIM_FROM, default 1), SIM_JOBS at a
-# time (default 2), with the fault profile of CI (--no-eio: disk EIO is
-# left to make sim-long until the findings it makes are fixed).  Fails on
+# time (default 2), with the fault profile of CI (--no-eio).  With
+# SIM_PROFILE=eio (tests/sim-eio.sh) it sweeps the default profile, disk
+# EIO included, over SIM_EIO_RUNS seeds (default 1000, about 30 s on two
+# cores) against tests/sim/known-failures-eio instead.  Fails on
 # any seed that violates an invariant or does not settle unless
-# tests/sim/known-failures lists that seed (open findings, each with the
+# the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
 # the list shrinks as they are fixed.  Replay any seed with
-#   tests/sim/replsim --seed N --trace
+#   tests/sim/replsim --seed N --trace        (add --no-eio for sim.sh's)
 # It runs in both of CI's builds: in the one with AddressSanitizer and
 # UBSan (a sanitizer build of replsim), SIM_RUNS defaults to 300 seeds
-# (about a minute), and any sanitizer report fails the test, even where
-# replsim's own exit status would pass (e9fd100's null memcpy went
-# unnoticed for a while because only the plain build ran it).
+# (about a minute; 100 for the EIO profile), and any sanitizer report
+# fails the test, even where replsim's own exit status would pass
+# (e9fd100's null memcpy went unnoticed for a while because only the
+# plain build ran it).
 set -u
 top=$(cd "$(dirname "$0")/.." && pwd) || exit 99
 bin=${top_builddir:-$top/build}/tests/sim/replsim
 [ -x "$bin" ] || bin=tests/sim/replsim
-known=$top/tests/sim/known-failures
+if [ "${SIM_PROFILE:-}" = eio ]; then
+	known=$top/tests/sim/known-failures-eio
+	profile=()
+	label="sim (EIO)"
+	runs_plain=${SIM_EIO_RUNS:-1000}
+	runs_san=${SIM_EIO_RUNS:-100}
+else
+	known=$top/tests/sim/known-failures
+	profile=(--no-eio)
+	label=sim
+	runs_plain=${SIM_RUNS:-5000}
+	runs_san=${SIM_RUNS:-300}
+fi
 sanitized=false
 grep -q -a -E '__asan_init|__ubsan_handle' "$bin" && sanitized=true
 if $sanitized; then
-	runs=${SIM_RUNS:-300}
+	runs=$runs_san
 	# Sanitizer reports go to stderr (kept below), and end the run.
 	export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}:abort_on_error=0
 	export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1}:halt_on_error=1
 else
-	runs=${SIM_RUNS:-5000}
+	runs=$runs_plain
 fi
 from=${SIM_FROM:-1}
 jobs=${SIM_JOBS:-2}
@@ -35,11 +50,11 @@ err=$(mktemp /tmp/replsim-err.XXXXXX) || exit 99
 trap 'rm -f "$out" "$err"' EXIT
 
 start=$(date +%s)
-nice "$bin" --runs "$runs" --from "$from" -j "$jobs" --no-eio >"$out" 2>"$err"
+nice "$bin" --runs "$runs" --from "$from" -j "$jobs" "${profile[@]}" >"$out" 2>"$err"
 rc=$?
 secs=$(( $(date +%s) - start ))
 tail -n 1 "$out"
-echo "sim: $runs seeds in $secs s$($sanitized && echo " (sanitizer build)")"
+echo "$label: $runs seeds in $secs s$($sanitized && echo " (sanitizer build)")"
 if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer' "$err"; then
 	echo "sim: a sanitizer report:"
 	head -60 "$err"
@@ -65,9 +80,9 @@ while read -r seed _; do
 	if [ "$seed" -lt "$from" ] || [ "$seed" -gt "$last" ]; then continue; fi
 	grep -q "^seed $seed: VIOLATION" "$out" || fixed=$((fixed + 1))
 done <"$known"
-[ "$fixed" -eq 0 ] || echo "sim: $fixed seed(s) of tests/sim/known-failures pass now: take them off the list"
+[ "$fixed" -eq 0 ] || echo "sim: $fixed seed(s) of ${known#"$top"/} pass now: take them off the list"
 if [ "$new" -ne 0 ]; then
-	echo "sim: $new seed(s) fail that tests/sim/known-failures does not list"
+	echo "sim: $new seed(s) fail that ${known#"$top"/} does not list"
 	exit 1
 fi
 exit 0

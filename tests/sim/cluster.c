@@ -26,6 +26,11 @@ unsigned failovers;
 static bool cm_outdated[SIM_NODES];
 static bool seen[SIM_NODES][SIM_NODES];
 static bool bootstrapped;
+/* a daemon exited for a restart, cm_daemon_restarts() */
+static bool restart_wanted[SIM_NODES];
+/* the Primary's daemon was restarted: its replacement is not a failover
+ * of the fault budget (max_failovers) */
+static bool owed_promotion;
 /* the node the cluster promoted last, crashed or not: any other Primary
  * is stale (it was cut off while this one was promoted) */
 static int last_promoted = -1;
@@ -193,11 +198,15 @@ int node_start(int i)
 		return r;
 	ON(i, repl_engine_set_hooks(n->eng, &h));
 	ON(i, r = repl_volume_add(n->eng, &cfg, &n->vol));
-	if (r < 0)
+	if (r < 0) {
+		ON(i, repl_engine_free(n->eng));	/* tried again later */
+		n->eng = NULL;
 		return r;
+	}
 	n->alive = true;
 	n->quorate = true;
 	n->incarnation++;
+	restart_wanted[i] = false;
 	for (int j = 0; j < SIM_NODES; j++)
 		seen[i][j] = true;
 	return 0;
@@ -221,6 +230,56 @@ void node_crash(int i, int mode)
 	n->vol = NULL;
 	if (cm_primary == i)
 		cm_primary = -1;
+}
+
+/* The daemon exits, its host stays up: what it wrote stays in the page
+ * cache, the rest is as after a crash. */
+void node_exit(int i)
+{
+	struct node *n = &nodes[i];
+
+	n->alive = false;
+	sim_cancel_node(i);
+	sim_fd_forget_node(i);
+	sim_net_crash(i);
+	oracle_exit(i);
+	n->eng = NULL;
+	n->vol = NULL;
+	if (cm_primary == i) {
+		cm_primary = -1;
+		owed_promotion = true;
+	}
+}
+
+/* The cluster's monitor restarts a daemon whose metadata is failing
+ * (replagentd's health says critical: every write fails until a restart,
+ * repl_volume_status()), and tries again while the disk still fails the
+ * writes that opening the volume makes. */
+void cm_daemon_restarts(void)
+{
+	struct repl_volume_status st;
+
+	for (int i = 0; i < (int)n_replicas; i++) {
+		struct node *n = &nodes[i];
+
+		if (!n->alive && restart_wanted[i]) {
+			if (node_start(i) < 0) {
+				trace("cm: n%d's daemon did not start again: retrying", i);
+				continue;
+			}
+			trace("cm: n%d's daemon started again", i);
+			restart_wanted[i] = false;
+			continue;
+		}
+		if (!n->alive)
+			continue;
+		repl_volume_status(n->vol, &st);
+		if (strncmp(st.meta_error, "metadata failing", 16) != 0)
+			continue;
+		trace("cm: n%d's metadata is failing: restarting its daemon", i);
+		node_exit(i);
+		restart_wanted[i] = true;
+	}
 }
 
 void cm_set_side(int i, int s)
@@ -341,7 +400,7 @@ static void roles(void)
 
 		if (!nodes[i].alive || side[i] != qs || cm_outdated[i])
 			continue;
-		if (failovers >= max_failovers && bootstrapped)
+		if (failovers >= max_failovers && bootstrapped && !owed_promotion)
 			return;
 		ON(i, r = repl_volume_promote(nodes[i].vol, !bootstrapped, why, sizeof(why)));
 		if (r < 0) {
@@ -350,8 +409,9 @@ static void roles(void)
 		}
 		trace("cm: promoted n%d%s", i, bootstrapped ? "" : " (bootstrap, forced)");
 		outdate_absent(i);
-		if (bootstrapped)
+		if (bootstrapped && !owed_promotion)
 			failovers++;
+		owed_promotion = false;
 		bootstrapped = true;
 		cm_primary = i;
 		last_promoted = i;
@@ -375,6 +435,7 @@ void cm_tick(void *a, uint64_t b)
 static void cm_periodic(void *a, uint64_t b)
 {
 	cm_tick(a, b);
+	cm_daemon_restarts();
 	sim_at(sim_now + 200 * SIM_MS, -1, cm_periodic, NULL, 0);
 }
 
@@ -385,6 +446,8 @@ void cluster_init(unsigned replicas)
 	memset(side, 0, sizeof(side));
 	memset(cm_outdated, 0, sizeof(cm_outdated));
 	memset(oreq, 0, sizeof(oreq));
+	memset(restart_wanted, 0, sizeof(restart_wanted));
+	owed_promotion = false;
 	cm_primary = -1;
 	last_promoted = -1;
 	failovers = 0;

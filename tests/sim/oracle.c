@@ -367,6 +367,17 @@ void oracle_crash(int node)
 
 		if (o->acked && !o->durable)
 			o->holders &= (uint8_t)~(1u << node);
+	}
+	oracle_exit(node);
+}
+
+/* The node's daemon exited (its host did not: the page cache keeps what
+ * it wrote): only its clients' requests lose their answers. */
+void oracle_exit(int node)
+{
+	for (unsigned i = 0; i < n_ops; i++) {
+		struct op *o = ops[i];
+
 		if (o->node == node && !o->replies && !o->orphan && o->issued) {
 			/* the client's connection died with it: no reply */
 			o->orphan = true;

@@ -45,8 +45,15 @@ static void restart_ev(void *a, uint64_t b)
 	if (nodes[i].alive)
 		return;
 	trace("FAULT over: n%d restarts", i);
-	if (node_start(i) < 0)
-		fail("restart", "n%d cannot open its volume after a crash", i);
+	if (node_start(i) < 0) {
+		/* Opening a volume writes its metadata: not while the disk
+		 * fails writes; the cluster's monitor tries again. */
+		if (!sim_diskcfg.eio_permille[i])
+			fail("restart", "n%d cannot open its volume after a crash", i);
+		trace("cm: n%d's daemon did not start: the disk fails writes, retrying", i);
+		sim_at(sim_now + 500 * SIM_MS, -1, restart_ev, NULL, (uint64_t)i);
+		return;
+	}
 	cm_tick(NULL, 0);
 }
 

@@ -101,8 +101,11 @@ static const struct row rows[] = {
 	/* 13 */
 	{ "unrelated", L(B, A, 0, 0, UPTODATE, 0, 0), P(C, D, 0, 0, UPTODATE, 0, 0),
 	  GEN_UNRELATED, GEN_R_UNRELATED },
+	/* Rule 20 wins over 13: same volume UUID (handshake.c), and the
+	 * Inconsistent side's generations fell out of the other's history
+	 * while its disk kept failing (each loss moved the Primary's). */
 	{ "unrelated, peer Inconsistent", L(B, 0, 0, 0, UPTODATE, 0, 0),
-	  P(C, 0, 0, 0, INCONSISTENT, 0, 0), GEN_UNRELATED, GEN_R_UNRELATED },
+	  P(C, 0, 0, 0, INCONSISTENT, 0, 0), GEN_SOURCE_FULL, GEN_R_INCONSISTENT },
 	/* 20 */
 	{ "peer Inconsistent, gens said target", L(A, 0, 0, 0, UPTODATE, 0, 0),
 	  P(B, A, 0, 0, INCONSISTENT, 0, 0), GEN_SOURCE_BITMAP, GEN_R_INCONSISTENT },
