@@ -666,11 +666,11 @@ mem_kib() {
 # the fields of /proc/PID/stat after the ")" of comm (state is $1, minflt
 # $8, utime $12, stime $13).
 proc_stat_sum() {
-	local e=$1 p t=0 f
+	local sum_of=$1 p t=0 f
 	shift
 	for p in "$@"; do
 		f=$(sed 's/.*) //' "/proc/$p/stat") || hard_error "no /proc/$p/stat"
-		t=$((t + $(awk "{ print $e }" <<<"$f")))
+		t=$((t + $(awk "{ print $sum_of }" <<<"$f")))
 	done
 	echo "$t"
 }
