@@ -56,6 +56,9 @@ struct peer {
 	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
 	uint8_t peer_disk;		/* enum gen_disk */
 	bool peer_crashed;		/* it crashed as Primary, not resynced since */
+	/* The last handshake made this replica its sync target (gen.c):
+	 * its data is the reference, whether or not the resync runs yet. */
+	bool hs_target;
 	/* We applied its writes or followed its generation while it was
 	 * Primary, and it has not demoted since (a crossing, clusterd.c). */
 	bool took_primary;

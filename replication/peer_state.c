@@ -201,6 +201,8 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	hs_decide(&in, &hv);
 	gv = hv.gv;
 	wait = hv.wait;
+	p->hs_target = hv.decided && (gv.decision == GEN_TARGET_BITMAP ||
+				       gv.decision == GEN_TARGET_FULL);
 	if (hv.auto_resolved)
 		plog(LOG_WARNING, vol->name, "split brain with %s resolved automatically: %s",
 		     p->node, hv.auto_resolved);

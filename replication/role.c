@@ -157,8 +157,9 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 /* After a crash as Primary, until a resync: a peer that may hold writes
  * this replica acknowledged and lost with its power (plain writes are
  * acknowledged before they are flushed, on both sides): one not recorded
- * Outdated here that is away, or connected, UpToDate and not crashed
- * itself (one recorded Outdated holds nothing we could have lost: our
+ * Outdated here that is away, or connected, UpToDate and either not
+ * crashed itself or our sync source by the last handshake (one recorded
+ * Outdated holds nothing we could have lost: our
  * data was flushed before the record, replicate.c).  NULL when there is
  * none.  Promoting this replica would make
  * its older data the reference (gen.c rule 5a) and outdate that peer;
@@ -174,7 +175,14 @@ static const struct peer *crash_holder(const struct repl_volume *vol)
 		const struct peer *p = vol->peers[i];
 		if (sb->peers[p->idx].disk_state == META_OUTDATED)
 			continue;
-		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE || p->peer_crashed))
+		/* A peer that crashed as Primary too holds no more than we do
+		 * (gen.c rule 6)... unless the handshake with it made us its
+		 * target: then it is the reference, and promoting us would
+		 * serve our older data (sim seed 2109: our own promotion had
+		 * failed after its superblock reached the page cache, so we
+		 * restarted "crashed as Primary" without ever serving). */
+		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE ||
+					 (p->peer_crashed && !p->hs_target)))
 			continue;
 		return p;
 	}
