@@ -61,6 +61,9 @@ static enum lc_impl impl = LC_IMPL_OPENSSL;
 #ifdef HAVE_IPSEC_MB
 /* Its function table for this CPU (the GCM calls keep no state in it). */
 static IMB_MGR *imb;
+/* The library is built with its key data 64-byte aligned and padded to a
+ * multiple of 64 (its header does that only where LINUX is defined). */
+#define IMB_KEY_SIZE ((sizeof(struct gcm_key_data) + 63) & ~(size_t)63)
 #endif
 
 static void impl_choose(void)
@@ -155,10 +158,7 @@ static int dir_init(struct lc_dir *d, const uint8_t key[LC_KEY_LEN], bool enc)
 {
 #ifdef HAVE_IPSEC_MB
 	if (repl__lc_impl() == LC_IMPL_IPSEC_MB) {
-		/* The library is built with the key data 64-byte aligned and
-		 * padded to a multiple of 64 (its header does that only where
-		 * LINUX is defined): give it that. */
-		d->imb = aligned_alloc(64, (sizeof(*d->imb) + 63) & ~(size_t)63);
+		d->imb = aligned_alloc(64, IMB_KEY_SIZE);
 		if (!d->imb)
 			return -ENOMEM;
 		IMB_AES256_GCM_PRE(imb, key, d->imb);
@@ -179,7 +179,7 @@ static void dir_free(struct lc_dir *d)
 	EVP_CIPHER_CTX_free(d->ctx);
 #ifdef HAVE_IPSEC_MB
 	if (d->imb) {
-		OPENSSL_cleanse(d->imb, (sizeof(*d->imb) + 63) & ~(size_t)63);
+		OPENSSL_cleanse(d->imb, IMB_KEY_SIZE);
 		free(d->imb);
 	}
 #endif
