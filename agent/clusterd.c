@@ -87,6 +87,19 @@ static const char *name_of(struct clusterd *cd, uint32_t nodeid)
 	return NULL;
 }
 
+/* The pending requests go to the state directory at each change, before
+ * the group hears of a new one: a daemon that stops before the group
+ * records it sends it again at its next start (clusterd_open()). */
+static void save_pending(struct clusterd *cd)
+{
+	int r = outdates_save(cd->cfg->state_dir, cd->pending);
+
+	if (r < 0)
+		log_err_errno(-r, "cluster: cannot write %s/%s: an outdate request not yet "
+			      "recorded by the group is lost if this daemon stops",
+			      cd->cfg->state_dir, OUTDATES_FILE);
+}
+
 /* "node is in sync again", from the Primary. */
 static void on_in_sync(struct clusterd *cd, uint32_t from, struct repl_volume *vol,
 		       const struct clmsg_outdate *o)
@@ -148,14 +161,21 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 	/* Our own record came back through a quorate group: every member of
 	 * this configuration has it. */
 	for (pp = &cd->pending; (po = *pp); pp = &po->next) {
-		if (po->token == o->generation && strcmp(po->volume, o->volume) == 0 &&
-		    strcmp(po->node, o->node) == 0) {
-			*pp = po->next;
-			if (vol)
-				repl_volume_outdate_done(vol, po->token);
-			free(po);
+		if (po->token != o->generation || strcmp(po->volume, o->volume) != 0 ||
+		    strcmp(po->node, o->node) != 0)
+			continue;
+		/* A request of an earlier run: our replica holds the record
+		 * now (above), and says it to whoever comes back.  Without one
+		 * here (it failed to open), nobody else may hold it: the
+		 * request stays, sent again at each state exchange. */
+		if (po->replayed && !vol)
 			return;
-		}
+		*pp = po->next;
+		if (vol && !po->replayed)
+			repl_volume_outdate_done(vol, po->token);
+		free(po);
+		save_pending(cd);
+		return;
 	}
 }
 
@@ -363,15 +383,63 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 static void drop_pending(struct clusterd *cd, const char *volume)
 {
 	struct pending_outdate **pp = &cd->pending, *po;
+	bool dropped = false;
 
 	while ((po = *pp)) {
 		if (strcmp(po->volume, volume) == 0) {
 			*pp = po->next;
 			free(po);
+			dropped = true;
 		} else {
 			pp = &po->next;
 		}
 	}
+	if (dropped)
+		save_pending(cd);
+}
+
+/* A request of an earlier run (the daemon stopped before the group
+ * recorded it) is void once another member is Primary of the volume: that
+ * one was promoted since, by the group's rules, and is ahead of us.  So is
+ * one for a volume this node no longer replicates. */
+static bool replay_void(struct clusterd *cd, const struct pending_outdate *po)
+{
+	const struct primary_rec *pr = clusterd__primary_of(cd, po->volume);
+	const struct voldef *d = voldb_find(cd->db, po->volume);
+
+	if (pr && pr->nodeid != cd->nodeid && clusterd__is_member(cd, pr->nodeid)) {
+		log_notice("cluster: %s: %s is Primary now: the outdate of %s requested before "
+			   "this daemon's restart is void", po->volume, pr->node, po->node);
+		return true;
+	}
+	if (!repl_volume_find(cd->eng, po->volume) &&
+	    (!d || d->deleted || !clusterd__def_has_node(d, cd->cfg->node))) {
+		log_notice("cluster: %s: no longer replicated here: the outdate of %s requested "
+			   "before this daemon's restart is void", po->volume, po->node);
+		return true;
+	}
+	return false;
+}
+
+/* Outdate records wait for a quorate, synced group (and die with a step
+ * down: that node's peers were right to go on without it). */
+static void send_pending(struct clusterd *cd)
+{
+	struct pending_outdate **pp = &cd->pending, *po;
+	bool dropped = false;
+
+	while ((po = *pp)) {
+		if (po->replayed && replay_void(cd, po)) {
+			*pp = po->next;
+			free(po);
+			dropped = true;
+			continue;
+		}
+		clusterd__send_outdate(cd, po);
+		pp = &po->next;
+	}
+	if (dropped)
+		save_pending(cd);
 }
 
 /* Back in a quorate partition: if someone else became Primary of a volume
@@ -407,11 +475,8 @@ static void apply_quorum(struct clusterd *cd)
 		check_lost_primaries(cd);
 	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
 		repl_volume_set_quorate(v, effective);
-	/* Outdate records wait for a quorate, synced group (and die with a
-	 * step down: that node's peers were right to go on without it). */
 	if (effective)
-		for (struct pending_outdate *po = cd->pending; po; po = po->next)
-			clusterd__send_outdate(cd, po);
+		send_pending(cd);
 }
 
 static void quorum(void *arg, bool quorate)
@@ -509,6 +574,7 @@ int clusterd_hook_outdate(void *arg, struct repl_volume *vol, const char *node,
 	po->token = token;
 	po->next = cd->pending;
 	cd->pending = po;
+	save_pending(cd);
 	if (cd->ready && cd->effective)
 		clusterd__send_outdate(cd, po);
 	return 0;
@@ -523,6 +589,26 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 		if (repl_volume_role(vol) == REPL_PRIMARY)
 			clusterd__send_records(cd, vol);
 	}
+}
+
+/* Requests an earlier run made and the group never recorded: sent once
+ * the group is quorate and synced (send_pending()), unless void by then.
+ * A file we cannot read is left for a person to look at; starting without
+ * it is what a daemon of the version before did. */
+static void load_pending(struct clusterd *cd)
+{
+	char why[160] = "";
+	int r = outdates_load(cd->cfg->state_dir, &cd->pending, why, sizeof(why));
+
+	if (r < 0) {
+		log_err("cluster: %s/%s: %s; its outdate requests are not sent again",
+			cd->cfg->state_dir, OUTDATES_FILE, why[0] ? why : strerror(-r));
+		return;
+	}
+	for (const struct pending_outdate *po = cd->pending; po; po = po->next)
+		log_warn("cluster: %s: the outdate of %s that the group did not record before "
+			 "this daemon stopped is sent again once the group is quorate",
+			 po->volume, po->node);
 }
 
 int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
@@ -548,6 +634,7 @@ int clusterd_open(struct evloop *loop, struct repl_engine *eng, struct cfg *cfg,
 		log_warn("cluster: %d volume definition file(s) skipped", r);
 	if (r < 0)
 		goto fail;
+	load_pending(cd);
 	/* Volumes of the configuration file run by the cluster's quorum too,
 	 * from the start: not quorate until corosync says so (cd->effective
 	 * starts false, and apply_quorum only acts on a change). */
@@ -569,10 +656,6 @@ void clusterd_close(struct clusterd *cd)
 		return;
 	cluster_close(cd->cl);
 	voldb_free(cd->db);
-	while (cd->pending) {
-		struct pending_outdate *po = cd->pending;
-		cd->pending = po->next;
-		free(po);
-	}
+	outdates_free(cd->pending);	/* the file keeps what is pending */
 	free(cd);
 }

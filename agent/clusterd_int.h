@@ -13,6 +13,7 @@
 
 #include "clmsg.h"
 #include "clusterd.h"
+#include "outdates.h"
 
 #define MAX_NODES 32
 #define BASE_PORT 7789
@@ -21,13 +22,6 @@ struct known_node {
 	uint32_t nodeid;
 	char node[CLMSG_NAME_MAX];
 	char addr[CLMSG_ADDR_MAX];
-};
-
-struct pending_outdate {
-	struct pending_outdate *next;
-	char volume[CLMSG_NAME_MAX];
-	char node[CLMSG_NAME_MAX];
-	uint64_t token;
 };
 
 struct other_version {		/* a member whose messages are of another
@@ -70,7 +64,7 @@ struct clusterd {
 	size_t n_others;
 	struct primary_rec primaries[256];
 	size_t n_primaries;
-	struct pending_outdate *pending;
+	struct pending_outdate *pending;	/* in STATE_DIR/outdates too */
 	void (*notify)(void *arg);	/* the view may have changed */
 	void *notify_arg;
 };

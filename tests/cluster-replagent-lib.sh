@@ -40,6 +40,8 @@ RC_CLI_TIMEOUT=${RC_CLI_TIMEOUT:-15}
 RC_KEY=
 RC_GLOBAL_EXTRA=
 declare -a RC_PID=() RC_CONF=() RC_CTL=() RC_NBD=() RC_DATA=()
+# RC_ENV[I]: VAR=value lines node I's replagentd starts with (rc_faultdisk).
+declare -a RC_ENV=()
 
 rc_requires() {
 	cluster_requires_corosync
@@ -89,8 +91,14 @@ rc_alive() { [ -n "${RC_PID[$1]:-}" ] && _alive "${RC_PID[$1]}"; }
 # answers (RA_START_TIMEOUT s).
 rc_start() {
 	local i=$1 k
+	local -a e=()
 	[ -n "${RC_CONF[i]:-}" ] || rc_write_conf "$i"
-	cluster_start_daemon "$i" replagentd "$REPLAGENTD" -f -c "${RC_CONF[i]}"
+	[ -z "${RC_ENV[i]:-}" ] || mapfile -t e <<<"${RC_ENV[i]}"
+	if [ ${#e[@]} -gt 0 ]; then
+		cluster_start_daemon "$i" replagentd env "${e[@]}" "$REPLAGENTD" -f -c "${RC_CONF[i]}"
+	else
+		cluster_start_daemon "$i" replagentd "$REPLAGENTD" -f -c "${RC_CONF[i]}"
+	fi
 	RC_PID[i]=$CLUSTER_PID
 	for ((k = 0; k < RA_START_TIMEOUT * 10; k++)); do
 		rc_cli "$i" version >/dev/null 2>&1 && return 0
@@ -102,6 +110,10 @@ rc_start() {
 	done
 	fail "replagentd on n$i: ${RC_CTL[i]} not answering after ${RA_START_TIMEOUT}s"
 }
+
+# rc_faultdisk I: node I's replagentd is started with tests/faultdisk.c
+# from now on (faultdisk_init first; faultdisk_set drives it).
+rc_faultdisk() { RC_ENV[$1]=$(faultdisk_env); }
 
 # rc_stop I: SIGTERM node I's replagentd, wait up to RA_STOP_TIMEOUT s
 # (fails the test if it does not exit).  Not our child: no exit status.

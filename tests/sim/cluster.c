@@ -38,6 +38,7 @@ static int last_promoted = -1;
 struct outdate_req {
 	int from, lost;
 	uint64_t token;
+	unsigned incarnation;	/* of the daemon that asked */
 	bool pending;
 };
 static struct outdate_req oreq[64];
@@ -82,7 +83,13 @@ static bool try_outdate(struct outdate_req *r)
 {
 	int lost = r->lost;
 
+	/* replagentd keeps a request the group has not recorded in its state
+	 * directory (agent/outdates.c) and sends it again when its daemon is
+	 * back: the request waits for that, unless it is void by then (another
+	 * node promoted since, below). */
 	if (!nodes[r->from].alive) {
+		if (r->from == last_promoted)
+			return false;
 		r->pending = false;
 		return true;
 	}
@@ -105,8 +112,10 @@ static bool try_outdate(struct outdate_req *r)
 		else
 			ON(k, repl_volume_peer_outdated(nodes[k].vol, node_name(lost)));
 	}
-	sim_at(sim_now + 1 * SIM_MS + rnd_below(30 * SIM_MS), r->from, outdate_done_ev,
-	       &nodes[r->from], r->token);
+	/* a daemon started since waits for no such confirmation */
+	if (nodes[r->from].incarnation == r->incarnation)
+		sim_at(sim_now + 1 * SIM_MS + rnd_below(30 * SIM_MS), r->from, outdate_done_ev,
+		       &nodes[r->from], r->token);
 	r->pending = false;
 	return true;
 }
@@ -122,7 +131,7 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 	trace("cm: n%d asks to outdate %s (token %llu)", n->id, node, (unsigned long long)token);
 	for (unsigned i = 0; i < 64; i++) {
 		if (!oreq[i].pending) {
-			oreq[i] = (struct outdate_req){ n->id, lost, token, true };
+			oreq[i] = (struct outdate_req){ n->id, lost, token, n->incarnation, true };
 			try_outdate(&oreq[i]);
 			return 0;
 		}
