@@ -22,7 +22,7 @@ jobs=${FUZZ_JOBS:-2}
 
 # NAME:RUNS, the runs chosen so that each target takes 10-30 s.
 targets="wire:200000 handshake:120000 clmsg:250000 cfg:150000 control:150000
-	json:150000 nbd:40000 meta:25000 voldb:60000"
+	json:150000 nbd:40000 meta:25000 voldb:60000 outdates:100000"
 
 say() { printf 'fuzz: %s\n' "$*"; }
 
