@@ -49,6 +49,7 @@
 #define ACCEPT_PAUSE_MS 200		/* after EMFILE and the like */
 #define DROP_LOG_MS 1000		/* one "dropping" warning per second */
 #define MAX_IOV 64
+#define LINK_RX_STAGE (64 * 1024)	/* an authenticated link's receive buffer */
 
 struct txmsg {
 	struct txmsg *next;
@@ -353,58 +354,108 @@ static int record_hdr(struct peer_link *l)
 	return 0;
 }
 
-/* Reads what is there; returns 0 (wait for more), or -errno to close. */
-static int link_read(struct peer_link *l)
+/* A frame's header is complete (in l->hdr): check it, and get the buffer
+ * for its payload.  0, or -errno to close. */
+static int frame_begin(struct peer_link *l)
 {
-	for (int rounds = 0; rounds < 64; rounds++) {
-		uint8_t *dst;
-		size_t want;
-		ssize_t n;
+	int r = l->rx_sealed ? record_hdr(l) : wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
+
+	if (r < 0)
+		return r;
+	if (!l->authed && !wire_hdr_before_auth(&l->h)) {
+		snprintf(l->why, sizeof(l->why), "%s frame of %u bytes before "
+			 "authentication", wire_type_name(l->h.type), l->h.length);
+		return -EPROTO;
+	}
+	/* A frame that says sealed belongs inside a record. */
+	if (!l->rx_sealed && (l->h.flags & WIRE_HF_SEALED))
+		return -EPROTO;
+	l->payload = repl__buf_get(l->h.length);
+	if (!l->payload)
+		return -ENOMEM;
+	l->pay_have = 0;
+	return 0;
+}
+
+static bool frame_whole(const struct peer_link *l)
+{
+	return l->hdr_have == hdr_len(l) && l->pay_have == l->h.length;
+}
+
+/* Takes what rx holds into the frame being put together, handling each
+ * frame as it is whole (which may change hdr_len(): a handshake's last
+ * clear frame).  0, or -errno to close. */
+static int rx_take(struct peer_link *l)
+{
+	while (l->rx_off < l->rx_end && !l->dead) {
+		size_t avail = l->rx_end - l->rx_off, n;
 		int r;
 
 		if (l->hdr_have < hdr_len(l)) {
-			dst = l->hdr + l->hdr_have;
-			want = hdr_len(l) - l->hdr_have;
+			n = MIN(avail, hdr_len(l) - l->hdr_have);
+			memcpy(l->hdr + l->hdr_have, l->rx + l->rx_off, n);
+			l->hdr_have += n;
+			l->rx_off += n;
+			if (l->hdr_have < hdr_len(l))
+				break;
+			if ((r = frame_begin(l)) < 0)
+				return r;
 		} else {
-			dst = l->payload + l->pay_have;
-			want = l->h.length - l->pay_have;
+			n = MIN(avail, l->h.length - l->pay_have);
+			memcpy(l->payload + l->pay_have, l->rx + l->rx_off, n);
+			l->pay_have += n;
+			l->rx_off += n;
 		}
-		n = want ? repl__sys->recv(l->fd, dst, want) : 0;
-		if (want && n == 0)
+		if (frame_whole(l)) {
+			l->hdr_have = 0;
+			if ((r = on_frame(l)) < 0)
+				return r;
+		}
+	}
+	return 0;
+}
+
+/* Reads what is there; returns 0 (wait for more), or -errno to close.
+ * One recv a wake-up when frames are small (a short read means the socket
+ * is drained: no recv that says EAGAIN), and every frame in it is
+ * handled; a payload larger than rx goes straight into its buffer. */
+static int link_read(struct peer_link *l)
+{
+	for (int rounds = 0;; rounds++) {
+		size_t want;
+		bool direct;
+		ssize_t n;
+		int r = rx_take(l);
+
+		if (r < 0 || l->dead || rounds == 64)
+			return r;
+		if (l->authed && l->rx == l->rx_small) {
+			uint8_t *big = malloc(LINK_RX_STAGE);
+			if (!big)
+				return -ENOMEM;
+			l->rx = big;
+			l->rx_cap = LINK_RX_STAGE;
+			l->rx_off = l->rx_end = 0;
+		}
+		direct = l->hdr_have == hdr_len(l) && l->h.length - l->pay_have >= l->rx_cap;
+		want = direct ? l->h.length - l->pay_have : l->rx_cap;
+		n = repl__sys->recv(l->fd, direct ? l->payload + l->pay_have : l->rx, want);
+		if (n == 0)
 			return -EPIPE;
 		if (n < 0)
 			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 		l->last_rx_ms = now_mono_ms();
-		if (l->hdr_have < hdr_len(l)) {
-			l->hdr_have += (size_t)n;
-			if (l->hdr_have < hdr_len(l))
-				continue;
-			r = l->rx_sealed ? record_hdr(l) : wire_hdr_decode(l->hdr, WIRE_HDR_LEN, &l->h);
-			if (r < 0)
+		if (!direct) {
+			l->rx_off = 0;
+			l->rx_end = (size_t)n;
+		} else if ((l->pay_have += (size_t)n) == l->h.length) {
+			l->hdr_have = 0;
+			if ((r = on_frame(l)) < 0 || l->dead)
 				return r;
-			if (!l->authed && !wire_hdr_before_auth(&l->h)) {
-				snprintf(l->why, sizeof(l->why), "%s frame of %u bytes before "
-					 "authentication", wire_type_name(l->h.type), l->h.length);
-				return -EPROTO;
-			}
-			/* A frame that says sealed belongs inside a record. */
-			if (!l->rx_sealed && (l->h.flags & WIRE_HF_SEALED))
-				return -EPROTO;
-			l->payload = repl__buf_get(l->h.length);
-			if (!l->payload)
-				return -ENOMEM;
-			l->pay_have = 0;
-		} else {
-			l->pay_have += (size_t)n;
 		}
-		if (l->pay_have < l->h.length)
-			continue;
-		l->hdr_have = 0;
-		r = on_frame(l);
-		if (r < 0 || l->dead)
-			return r;
+		if ((size_t)n < want)
+			return rx_take(l);
 	}
-	return 0;
 }
 
 static const char *link_error(int r)
@@ -527,6 +578,8 @@ struct peer_link *repl__link_new(struct repl_volume *vol, int fd, struct peer *p
 	l->ops = ops;
 	l->fd = fd;
 	l->tx_tail = &l->tx_head;
+	l->rx = l->rx_small;
+	l->rx_cap = sizeof(l->rx_small);
 	l->started_ms = l->last_rx_ms = now_mono_ms();
 	if (wire_auth_init(&l->auth, &ap, NULL) < 0 ||
 	    repl__fd_add(vol->eng, fd, POLLIN, link_event, l) < 0) {
@@ -551,6 +604,8 @@ static void link_free(struct peer_link *l)
 	wire_auth_clear(&l->auth);
 	repl__lc_free(l->lc);
 	free(l->payload);
+	if (l->rx != l->rx_small)
+		free(l->rx);
 	free(l);
 }
 

@@ -54,7 +54,13 @@ struct peer_link {
 	bool tx_sealed, rx_sealed;
 	unsigned busy;			/* inside link_event: free later */
 	bool dead;
-	/* receive: header, then exactly h.length payload bytes */
+	/* receive: one recv a wake-up into rx (rx_small until the link is
+	 * authenticated, then LINK_RX_STAGE bytes), from which every whole
+	 * frame is taken: its header, then exactly h.length payload bytes
+	 * (the rest of a large payload is read straight into it) */
+	uint8_t *rx;
+	size_t rx_cap, rx_off, rx_end;	/* rx[rx_off, rx_end): not taken yet */
+	uint8_t rx_small[256];
 	uint8_t hdr[WIRE_HDR_LEN];
 	size_t hdr_have;
 	struct wire_hdr h;
