@@ -222,6 +222,8 @@ static int run(uint64_t seed)
 	n_faults = 0;
 	cluster_init(2 + (unsigned)rnd_below(2));
 	sim_netcfg.dup_connect_permille = 50;
+	sim_netcfg.short_recv_permille = 200;
+	sim_net_seed(seed);
 	trace("run: seed %" PRIu64 ", %u replicas, at most %u failovers", seed, n_replicas,
 	      max_failovers);
 	for (int i = 0; i < (int)n_replicas; i++)

@@ -54,8 +54,14 @@ unsigned sim_net_ready(int fd);
 struct sim_netcfg {
 	uint64_t delay_min, delay_max;	/* one-way, ns */
 	unsigned dup_connect_permille;	/* a stray duplicate connection */
+	unsigned short_recv_permille;	/* a recv returns fewer bytes than it
+					 * could (as TCP may), by its own
+					 * generator: the seeds' runs stay
+					 * what they were */
 };
 extern struct sim_netcfg sim_netcfg;
+/* Seeds the generator of the short receives (short_recv_permille). */
+void sim_net_seed(uint64_t seed);
 /* May node a reach node b now (alive, same side of a partition)? */
 extern bool (*sim_reachable)(int a, int b);
 void sim_net_reset(void);
