@@ -178,8 +178,12 @@ static int read_payload(struct nbd_conn *c)
 	}
 }
 
+/* 1: read, 2: read, and the socket is drained (a short read of a plain
+ * socket: the loop is level-triggered, so the next recv would only say
+ * EAGAIN), 0: nothing there, or -errno. */
 static int fill_input(struct nbd_conn *c)
 {
+	size_t room;
 	ssize_t n;
 
 	if (c->in_start == c->in_end) {
@@ -191,18 +195,20 @@ static int fill_input(struct nbd_conn *c)
 	}
 	if (c->in_end == IN_CAP)
 		return -EPROTO;
-	n = repl__nbd_recv(c->tls, c->fd, c->in + c->in_end, IN_CAP - c->in_end);
+	room = IN_CAP - c->in_end;
+	n = repl__nbd_recv(c->tls, c->fd, c->in + c->in_end, room);
 	if (n == 0)
 		return -EPIPE;
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
 	c->in_end += (size_t)n;
-	return 1;
+	return (size_t)n < room && !c->tls ? 2 : 1;
 }
 
 static void conn_read(struct nbd_conn *c)
 {
 	int r, rounds = 0;
+	bool drained = false;
 
 	for (;;) {
 		if (!may_read(c))
@@ -219,7 +225,10 @@ static void conn_read(struct nbd_conn *c)
 				continue;
 			}
 		}
-		/* Everything buffered is parsed: fair share, then refill. */
+		/* Everything buffered is parsed: done if the socket was
+		 * drained; else fair share, then refill. */
+		if (drained)
+			return;
 		if (rounds++ >= 64) {
 			if (repl__nbd_tls_pending(c->tls)) {	/* no POLLIN for it */
 				pthread_mutex_lock(&c->lock);
@@ -231,6 +240,7 @@ static void conn_read(struct nbd_conn *c)
 		r = fill_input(c);
 		if (r <= 0)
 			goto out;
+		drained = r == 2;
 	}
 out:
 	if (r == -EPIPE)	/* gone mid-message: nothing to answer */
