@@ -140,13 +140,11 @@ static void pool_dispatch(void *arg, int fd, unsigned revents)
 	p->done_head = NULL;
 	p->done_tail = &p->done_head;
 	pthread_mutex_unlock(&p->lock);
-	repl__batch_begin(p->eng);	/* e.g. a Secondary's acks: one sendmsg */
 	for (; io; io = next) {
 		next = io->next;
 		io->next = NULL;
 		io->done(io);
 	}
-	repl__batch_end(p->eng);
 }
 
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,

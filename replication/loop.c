@@ -41,51 +41,6 @@ void repl__timer_del(struct repl_engine *eng, void **handle)
 	}
 }
 
-void repl__batch_begin(struct repl_engine *eng)
-{
-	eng->batch_depth++;
-}
-
-void repl__batch_end(struct repl_engine *eng)
-{
-	if (--eng->batch_depth)
-		return;
-	/* A deferred fn runs outside any batch: what it causes is not
-	 * deferred again. */
-	while (eng->deferred) {
-		struct repl_deferred *d = eng->deferred;
-		eng->deferred = d->next;
-		d->next = NULL;
-		d->queued = false;
-		d->fn(d->arg);
-	}
-}
-
-bool repl__defer(struct repl_engine *eng, struct repl_deferred *d)
-{
-	if (!eng->batch_depth)
-		return false;
-	if (!d->queued) {
-		d->queued = true;
-		d->next = eng->deferred;
-		eng->deferred = d;
-	}
-	return true;
-}
-
-void repl__undefer(struct repl_engine *eng, struct repl_deferred *d)
-{
-	if (!d->queued)
-		return;
-	for (struct repl_deferred **pp = &eng->deferred; *pp; pp = &(*pp)->next)
-		if (*pp == d) {
-			*pp = d->next;
-			break;
-		}
-	d->next = NULL;
-	d->queued = false;
-}
-
 /* Something a status shows changed: the engine's own observer first
  * (resize.c: the size new NBD clients get), then the caller's. */
 void repl__changed(struct repl_volume *vol)
