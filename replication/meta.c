@@ -338,6 +338,21 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 	return 0;
 }
 
+void meta_assume(struct meta *m, const struct meta_super *sb)
+{
+	struct meta_super next = *sb;
+
+	next.size = m->sb.size;
+	next.region_shift = m->sb.region_shift;
+	next.seq = m->sb.seq + 1;
+	m->sb = next;
+	if (!m->broken) {
+		log_err("meta %s: an update that may or may not be on disk is assumed; "
+			"refusing further writes", m->path);
+		m->broken = -EIO;
+	}
+}
+
 int meta_broken(const struct meta *m)
 {
 	return m->broken;

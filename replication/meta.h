@@ -131,6 +131,13 @@ const struct meta_super *meta_get(const struct meta *m);
  * sb->seq is ignored and meta_get() then shows the new seq.  size and
  * region_shift cannot change (-EINVAL); on error meta_get() is unchanged. */
 int meta_update(struct meta *m, const struct meta_super *sb);
+/* After a failed meta_update of sb that the caller must not be taken
+ * back from (the write may have landed: a failed update is "maybe
+ * recorded"): meta_get() shows sb from now on, and the metadata refuses
+ * every further update and flush (meta_broken(), as after a failed
+ * fdatasync), so that a restart decides from what the disk holds.  size
+ * and region_shift are kept. */
+void meta_assume(struct meta *m, const struct meta_super *sb);
 
 /* Grows the volume to size bytes: the same superblock with the new size,
  * every bit of the old size kept in place, the new ones clear.  The file is

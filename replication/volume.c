@@ -516,6 +516,10 @@ int repl__volume_make_blank(struct repl_volume *vol)
 	r = meta_update(vol->meta, &sb);
 	if (r == 0)
 		r = meta_bitmap_flush(vol->meta);
+	else	/* blank here all the same: with the old generations a peer
+		 * would resync only its own bitmap onto data that holds writes
+		 * it never had (a stepped-down Primary's, never acknowledged) */
+		meta_assume(vol->meta, &sb);
 	repl__cbt_forget(vol, "this replica forgot its data (a full resync replaces it)");
 	vol->role = REPL_SECONDARY;
 	vol->disk_state = GEN_DISK_INCONSISTENT;

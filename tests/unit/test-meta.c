@@ -236,6 +236,44 @@ static void test_roundtrip(void)
 	meta_close(NULL);
 }
 
+/* A failed update that must not be taken back (meta_assume): the new
+ * superblock is what the caller sees from then on, nothing more is
+ * written (the metadata is broken), and the disk still holds what the last
+ * good update wrote: a restart decides from that. */
+static void test_assume(void)
+{
+	struct meta_super sb, blank;
+	struct meta *m = create_std("assume", &sb);
+
+	if (!m)
+		return;
+	sb.gen_current = meta_new_gen();
+	CHECK(meta_update(m, &sb) == 0);
+	blank = *meta_get(m);
+	blank.gen_current = 0;
+	memset(blank.gen_history, 0, sizeof(blank.gen_history));
+	blank.disk_state = META_INCONSISTENT;
+	blank.size += 512;		/* kept: it cannot change */
+	meta_assume(m, &blank);
+	CHECK(meta_get(m)->gen_current == 0 && meta_get(m)->disk_state == META_INCONSISTENT);
+	CHECK(meta_get(m)->size == sb.size && meta_get(m)->region_shift == sb.region_shift);
+	CHECK(meta_get(m)->seq == 3);
+	CHECK(meta_broken(m) == -EIO);
+	CHECK(meta_update(m, &sb) == -EIO);
+	CHECK(meta_get(m)->gen_current == 0);
+	meta_assume(m, &sb);		/* again: still broken, shows sb */
+	CHECK(meta_get(m)->gen_current == sb.gen_current && meta_broken(m) == -EIO);
+	meta_close(m);
+
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (!m)
+		return;
+	CHECK(meta_get(m)->gen_current == sb.gen_current && meta_get(m)->seq == 2);
+	CHECK(meta_broken(m) == 0);
+	meta_close(m);
+}
+
 static void test_create_exists(void)
 {
 	struct meta_super sb, sb2;
@@ -1075,6 +1113,7 @@ int main(void)
 	test_create_invalid();
 	clean_dir();
 	test_updates();
+	test_assume();
 	test_torn_update();
 	test_both_corrupt();
 	test_truncated();
