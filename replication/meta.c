@@ -303,6 +303,27 @@ const struct meta_super *meta_get(const struct meta *m)
 	return &m->sb;
 }
 
+/* An update whose fdatasync failed is "maybe recorded": its slot may be in
+ * the page cache (or on disk) with the highest seq, and a restart of the
+ * daemon, which its failing metadata brings, would read it, while the
+ * caller was told it is not recorded and acted so: a promotion refused,
+ * with a generation that no peer was told of and no write used (issue 13,
+ * sim seeds 1638 and 473: a split brain with the replica promoted
+ * meanwhile).  Zeroing the slot, best effort, makes the next open take
+ * the superblock meta_get() still shows.  Only a power loss that keeps
+ * the update and drops this write brings it back. */
+static void slot_void(struct meta *m, unsigned slot)
+{
+	uint8_t *buf = calloc(1, META_SLOT_SIZE);
+	int err = buf ? repl__full_pwrite(m->fd, buf, META_SLOT_SIZE,
+					  (off_t)slot * META_SLOT_SIZE) : -ENOMEM;
+
+	free(buf);
+	if (err)
+		log_err_errno(-err, "meta %s: voiding superblock slot %u after the failed "
+			      "update: a restart may read that update", m->path, slot);
+}
+
 int meta_update(struct meta *m, const struct meta_super *sb)
 {
 	struct meta_super next = *sb;
@@ -331,8 +352,10 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 		return err;
 	}
 	err = repl__meta_sync_fd(m, "a superblock update");
-	if (err)
+	if (err) {
+		slot_void(m, slot);
 		return err;
+	}
 	m->sb = next;
 	m->cur_slot = slot;
 	return 0;

@@ -129,7 +129,10 @@ void meta_close(struct meta *m);
 const struct meta_super *meta_get(const struct meta *m);
 /* Makes *sb the current superblock, durably (fdatasync) before returning;
  * sb->seq is ignored and meta_get() then shows the new seq.  size and
- * region_shift cannot change (-EINVAL); on error meta_get() is unchanged. */
+ * region_shift cannot change (-EINVAL); on error meta_get() is unchanged,
+ * and after a failed fdatasync the slot it wrote is voided (best effort),
+ * so that the next open, even from the page cache, finds that superblock
+ * too rather than the failed update. */
 int meta_update(struct meta *m, const struct meta_super *sb);
 
 /* Grows the volume to size bytes: the same superblock with the new size,
