@@ -305,13 +305,10 @@ const struct meta_super *meta_get(const struct meta *m)
 
 /* An update whose fdatasync failed is "maybe recorded": its slot may be in
  * the page cache (or on disk) with the highest seq, and a restart of the
- * daemon, which its failing metadata brings, would read it, while the
- * caller was told it is not recorded and acted so: a promotion refused,
- * with a generation that no peer was told of and no write used (issue 13,
- * sim seeds 1638 and 473: a split brain with the replica promoted
- * meanwhile).  Zeroing the slot, best effort, makes the next open take
- * the superblock meta_get() still shows.  Only a power loss that keeps
- * the update and drops this write brings it back. */
+ * daemon, which its failing metadata brings, would read it.  Zeroing the
+ * slot, best effort, makes the next open take the superblock meta_get()
+ * still shows.  Only a power loss that keeps the update and drops this
+ * write brings it back. */
 static void slot_void(struct meta *m, unsigned slot)
 {
 	uint8_t *buf = calloc(1, META_SLOT_SIZE);
@@ -324,7 +321,7 @@ static void slot_void(struct meta *m, unsigned slot)
 			      "update: a restart may read that update", m->path, slot);
 }
 
-int meta_update(struct meta *m, const struct meta_super *sb)
+static int update(struct meta *m, const struct meta_super *sb, bool void_failed)
 {
 	struct meta_super next = *sb;
 	unsigned slot = 1 - m->cur_slot;
@@ -353,12 +350,23 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 	}
 	err = repl__meta_sync_fd(m, "a superblock update");
 	if (err) {
-		slot_void(m, slot);
+		if (void_failed)
+			slot_void(m, slot);
 		return err;
 	}
 	m->sb = next;
 	m->cur_slot = slot;
 	return 0;
+}
+
+int meta_update(struct meta *m, const struct meta_super *sb)
+{
+	return update(m, sb, false);
+}
+
+int meta_update_void_failed(struct meta *m, const struct meta_super *sb)
+{
+	return update(m, sb, true);
 }
 
 int meta_broken(const struct meta *m)

@@ -129,11 +129,16 @@ void meta_close(struct meta *m);
 const struct meta_super *meta_get(const struct meta *m);
 /* Makes *sb the current superblock, durably (fdatasync) before returning;
  * sb->seq is ignored and meta_get() then shows the new seq.  size and
- * region_shift cannot change (-EINVAL); on error meta_get() is unchanged,
- * and after a failed fdatasync the slot it wrote is voided (best effort),
- * so that the next open, even from the page cache, finds that superblock
- * too rather than the failed update. */
+ * region_shift cannot change (-EINVAL); on error meta_get() is unchanged.
+ * An update whose fdatasync failed may still be found by the next open
+ * (the page cache, or a disk that took the write): "maybe recorded". */
 int meta_update(struct meta *m, const struct meta_super *sb);
+/* The same, for an update that must not be found later once it failed,
+ * as the caller acts as if it was never made (a new generation no peer is
+ * then told of): after a failed fdatasync its slot is voided (best effort;
+ * only a power loss that keeps the update and drops the voiding brings
+ * it back), so that the next open takes the superblock meta_get() shows. */
+int meta_update_void_failed(struct meta *m, const struct meta_super *sb);
 
 /* Grows the volume to size bytes: the same superblock with the new size,
  * every bit of the old size kept in place, the new ones clear.  The file is

@@ -421,7 +421,7 @@ static void test_failed_update(void)
 	b = a;
 	b.gen_current = 0xb;
 	b.role = META_PRIMARY;
-	CHECK(meta_update(m, &b) == -EIO);
+	CHECK(meta_update_void_failed(m, &b) == -EIO);
 	repl_sys_set(NULL);
 	CHECK(super_same(meta_get(m), &a) && meta_get(m)->seq == 2);
 	CHECK(meta_broken(m) == -EIO);
