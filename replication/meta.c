@@ -303,7 +303,25 @@ const struct meta_super *meta_get(const struct meta *m)
 	return &m->sb;
 }
 
-int meta_update(struct meta *m, const struct meta_super *sb)
+/* An update whose fdatasync failed is "maybe recorded": its slot may be in
+ * the page cache (or on disk) with the highest seq, and a restart of the
+ * daemon, which its failing metadata brings, would read it.  Zeroing the
+ * slot, best effort, makes the next open take the superblock meta_get()
+ * still shows.  Only a power loss that keeps the update and drops this
+ * write brings it back. */
+static void slot_void(struct meta *m, unsigned slot)
+{
+	uint8_t *buf = calloc(1, META_SLOT_SIZE);
+	int err = buf ? repl__full_pwrite(m->fd, buf, META_SLOT_SIZE,
+					  (off_t)slot * META_SLOT_SIZE) : -ENOMEM;
+
+	free(buf);
+	if (err)
+		log_err_errno(-err, "meta %s: voiding superblock slot %u after the failed "
+			      "update: a restart may read that update", m->path, slot);
+}
+
+static int update(struct meta *m, const struct meta_super *sb, bool void_failed)
 {
 	struct meta_super next = *sb;
 	unsigned slot = 1 - m->cur_slot;
@@ -331,11 +349,24 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 		return err;
 	}
 	err = repl__meta_sync_fd(m, "a superblock update");
-	if (err)
+	if (err) {
+		if (void_failed)
+			slot_void(m, slot);
 		return err;
+	}
 	m->sb = next;
 	m->cur_slot = slot;
 	return 0;
+}
+
+int meta_update(struct meta *m, const struct meta_super *sb)
+{
+	return update(m, sb, false);
+}
+
+int meta_update_void_failed(struct meta *m, const struct meta_super *sb)
+{
+	return update(m, sb, true);
 }
 
 void meta_assume(struct meta *m, const struct meta_super *sb)

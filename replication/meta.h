@@ -129,8 +129,16 @@ void meta_close(struct meta *m);
 const struct meta_super *meta_get(const struct meta *m);
 /* Makes *sb the current superblock, durably (fdatasync) before returning;
  * sb->seq is ignored and meta_get() then shows the new seq.  size and
- * region_shift cannot change (-EINVAL); on error meta_get() is unchanged. */
+ * region_shift cannot change (-EINVAL); on error meta_get() is unchanged.
+ * An update whose fdatasync failed may still be found by the next open
+ * (the page cache, or a disk that took the write): "maybe recorded". */
 int meta_update(struct meta *m, const struct meta_super *sb);
+/* The same, for an update that must not be found later once it failed,
+ * as the caller acts as if it was never made (a new generation no peer is
+ * then told of): after a failed fdatasync its slot is voided (best effort;
+ * only a power loss that keeps the update and drops the voiding brings
+ * it back), so that the next open takes the superblock meta_get() shows. */
+int meta_update_void_failed(struct meta *m, const struct meta_super *sb);
 /* After a failed meta_update of sb that the caller must not be taken
  * back from (the write may have landed: a failed update is "maybe
  * recorded"): meta_get() shows sb from now on, and the metadata refuses

@@ -35,7 +35,10 @@ static void new_gen_for(struct peer *p)
 	if (gen_on_disconnect_primary(&g, id) < 0)
 		return;
 	repl__gen_store(&sb, (int)p->idx, &g);
-	if (meta_update(vol->meta, &sb) < 0)
+	/* Failed, it is not told to the others: it must not come back at a
+	 * restart either (issue 13: a split brain with a replica promoted
+	 * meanwhile). */
+	if (meta_update_void_failed(vol->meta, &sb) < 0)
 		plog(LOG_ERR, vol->name, "cannot record a new generation for %s", p->node);
 	repl__peers_tell_state(vol);
 }

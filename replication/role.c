@@ -258,7 +258,10 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	promote_generation(vol, &sb, force);
 	sb.role = REPL_PRIMARY;
 	sb.disk_state = META_UPTODATE;
-	r = meta_update(vol->meta, &sb);
+	/* Refused, it must not come back at a restart (issue 13): with its
+	 * role Primary and a generation no peer is told of, it would make
+	 * a split brain with the replica promoted instead. */
+	r = meta_update_void_failed(vol->meta, &sb);
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
 	vol->role = REPL_PRIMARY;

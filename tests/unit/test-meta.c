@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "meta.h"
+#include "sys.h"
 #include "unit.h"
 #include "util.h"
 
@@ -425,6 +426,53 @@ static void test_torn_update(void)
 	s = 1 - s;
 	corrupt((off_t)s * META_SLOT_SIZE + 1000, 3);
 	CHECK(open_expect_fail() == -EUCLEAN);	/* now both are bad */
+}
+
+/* An update whose fdatasync fails is reported failed, and the next open,
+ * which a restart of the daemon does with the page cache as it was (or
+ * with a disk that took the write), must not find it: the caller acted
+ * on its failure (issue 13, sim seeds 1638 and 473: a refused promotion
+ * whose superblock, read back at the restart, carried a generation no
+ * peer knew, and a split brain). */
+static struct repl_sys_ops failing_sync;
+
+static int fdatasync_fails(int fd)
+{
+	(void)fd;
+	errno = EIO;
+	return -1;
+}
+
+static void test_failed_update(void)
+{
+	struct meta_super sb, a, b;
+	struct meta *m = create_std("failed-update", &sb);
+
+	if (!m)
+		return;
+	a = sb;
+	a.gen_current = 0xa;
+	CHECK(meta_update(m, &a) == 0);
+	failing_sync = repl__sys_posix;
+	failing_sync.fdatasync = fdatasync_fails;
+	repl_sys_set(&failing_sync);
+	b = a;
+	b.gen_current = 0xb;
+	b.role = META_PRIMARY;
+	CHECK(meta_update_void_failed(m, &b) == -EIO);
+	repl_sys_set(NULL);
+	CHECK(super_same(meta_get(m), &a) && meta_get(m)->seq == 2);
+	CHECK(meta_broken(m) == -EIO);
+	CHECK(meta_update(m, &b) == -EIO);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK_MSG(super_same(meta_get(m), &a) && meta_get(m)->seq == 2,
+			  "the failed update is read back: seq %llu, gen_current %#llx",
+			  (unsigned long long)meta_get(m)->seq,
+			  (unsigned long long)meta_get(m)->gen_current);
+	meta_close(m);
 }
 
 static void test_both_corrupt(void)
@@ -1115,6 +1163,7 @@ int main(void)
 	test_updates();
 	test_assume();
 	test_torn_update();
+	test_failed_update();
 	test_both_corrupt();
 	test_truncated();
 	test_garbage();
