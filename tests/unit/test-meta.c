@@ -77,17 +77,7 @@ static bool super_same(const struct meta_super *a, const struct meta_super *b)
 
 static unsigned dir_entries(void)
 {
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	unsigned n = 0;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
+	return unit_dir_entries(dir);
 }
 
 static void clean_dir(void)

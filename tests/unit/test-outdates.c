@@ -42,21 +42,6 @@ static unsigned count(const struct pending_outdate *l)
 	return n;
 }
 
-static unsigned entries(const char *dir)
-{
-	DIR *d = opendir(dir);
-	struct dirent *e;
-	unsigned n = 0;
-
-	if (!d)
-		return 0;
-	while ((e = readdir(d)))
-		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-			n++;
-	closedir(d);
-	return n;
-}
-
 static void write_text(const char *dir, const char *text, size_t len)
 {
 	char path[4096];
@@ -75,7 +60,7 @@ static void test_round_trip(const char *dir)
 	char why[160] = "";
 
 	CHECK(outdates_save(dir, l) == 0);
-	CHECK(entries(dir) == 1);	/* no temporary file left */
+	CHECK(unit_dir_entries(dir) == 1);	/* no temporary file left */
 	CHECK(outdates_load(dir, &back, why, sizeof(why)) == 0);
 	CHECK(count(back) == 2);
 	CHECK(back && !strcmp(back->volume, "vol0") && !strcmp(back->node, "n2") &&
@@ -91,7 +76,7 @@ static void test_round_trip(const char *dir)
 
 	/* An empty list: no file, and no file loads as nothing. */
 	CHECK(outdates_save(dir, NULL) == 0);
-	CHECK(entries(dir) == 0);
+	CHECK(unit_dir_entries(dir) == 0);
 	CHECK(outdates_save(dir, NULL) == 0);
 	back = NULL;
 	CHECK(outdates_load(dir, &back, why, sizeof(why)) == 0 && back == NULL);

@@ -3,8 +3,10 @@
 #ifndef REPL_TESTS_UNIT_H
 #define REPL_TESTS_UNIT_H
 
+#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 static int unit_failures;
 static int unit_checks;
@@ -26,6 +28,22 @@ static int unit_checks;
 		fputc('\n', stderr); \
 	} \
 } while (0)
+
+/* How many entries (not . and ..) directory dir holds; 0 if unreadable. */
+static inline unsigned unit_dir_entries(const char *dir)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	unsigned n = 0;
+
+	if (!d)
+		return 0;
+	while ((e = readdir(d)))
+		if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+			n++;
+	closedir(d);
+	return n;
+}
 
 static inline int unit_done(const char *name)
 {
