@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "outdates.h"
@@ -99,90 +98,49 @@ int outdates_parse(const char *text, struct pending_outdate **list, char *err, s
 	return 0;
 }
 
-static int dir_path(char *buf, size_t cap, const char *dir, const char *name)
+static int open_dir(const char *dir)
 {
-	int n = snprintf(buf, cap, "%s/%s", dir, name);
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-	return n < 0 || (size_t)n >= cap ? -ENAMETOOLONG : 0;
-}
-
-static int fsync_dir(const char *dir)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), r;
-
-	if (fd < 0)
-		return -errno;
-	r = fsync(fd) < 0 ? -errno : 0;
-	close(fd);
-	return r;
+	return fd < 0 ? -errno : fd;
 }
 
 int outdates_save(const char *dir, const struct pending_outdate *list)
 {
-	char text[FILE_MAX], path[4096], tmp[4096];
-	int len, fd, r;
+	char text[FILE_MAX];
+	int len = list ? outdates_format(list, text, sizeof(text)) : 0;
+	int dfd, r;
 
-	if ((r = dir_path(path, sizeof(path), dir, OUTDATES_FILE)) < 0 ||
-	    (r = dir_path(tmp, sizeof(tmp), dir, "." OUTDATES_FILE ".tmp")) < 0)
-		return r;
-	if (!list) {
-		if (unlink(path) < 0)
-			return errno == ENOENT ? 0 : -errno;
-		return fsync_dir(dir);
-	}
-	len = outdates_format(list, text, sizeof(text));
 	if (len < 0)
 		return len;
-	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	r = full_write(fd, text, (size_t)len);
-	if (r == 0 && fsync(fd) < 0)
-		r = -errno;
-	if (close(fd) < 0 && r == 0)
-		r = -errno;
-	if (r == 0 && rename(tmp, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlink(tmp);
-		return r;
-	}
-	return fsync_dir(dir);
+	if ((dfd = open_dir(dir)) < 0)
+		return dfd;
+	if (list)
+		r = file_replace_at(dfd, OUTDATES_FILE, "." OUTDATES_FILE ".tmp", text,
+				    (size_t)len);
+	else if (unlinkat(dfd, OUTDATES_FILE, 0) < 0)
+		r = errno == ENOENT ? 0 : -errno;
+	else
+		r = fsync(dfd) < 0 ? -errno : 0;
+	close(dfd);
+	return r;
 }
 
 int outdates_load(const char *dir, struct pending_outdate **list, char *why, size_t len)
 {
-	char text[FILE_MAX], path[4096];
-	struct stat st;
-	ssize_t n;
-	int fd, r;
+	char text[FILE_MAX];
+	const char *err = NULL;
+	int dfd = open_dir(dir), r;
 
-	if ((r = dir_path(path, sizeof(path), dir, OUTDATES_FILE)) < 0)
+	if (dfd < 0)
+		return dfd;
+	r = file_read_text_at(dfd, OUTDATES_FILE, text, sizeof(text), &err);
+	close(dfd);
+	if (r == -ENOENT)
+		return 0;
+	if (r < 0) {
+		snprintf(why, len, "%s", err);
 		return r;
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	if (fstat(fd, &st) < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	if (!S_ISREG(st.st_mode) || st.st_size >= (off_t)sizeof(text)) {
-		snprintf(why, len, "not a regular file of at most %d bytes", FILE_MAX - 1);
-		close(fd);
-		return -EINVAL;
-	}
-	n = pread(fd, text, sizeof(text) - 1, 0);
-	if (n < 0) {
-		r = -errno;
-		close(fd);
-		return r;
-	}
-	close(fd);
-	text[MIN((size_t)n, sizeof(text) - 1)] = '\0';
-	if (strlen(text) != (size_t)n) {
-		snprintf(why, len, "a NUL byte in the file");
-		return -EINVAL;
 	}
 	return outdates_parse(text, list, why, len);
 }

@@ -74,15 +74,6 @@ static int fail(const char **why, const char *msg, int err)
 	return err;
 }
 
-/* The same for errno. */
-static int fail_errno(const char **why)
-{
-	int e = errno;
-
-	*why = strerror(e);
-	return -e;
-}
-
 /* ---- the set ------------------------------------------------------------ */
 
 /* Index of name, or (if absent, *found false) where it would go. */
@@ -425,40 +416,17 @@ int voldef_parse(const char *text, struct voldef *out, char *err, size_t errlen)
 
 /* ---- files ----------------------------------------------------------------- */
 
-static int fsync_close(int fd)
-{
-	int r = fsync(fd) < 0 ? -errno : 0;
-
-	if (close(fd) < 0 && !r)
-		r = -errno;
-	return r;
-}
-
 /* .NAME.vol.tmp, fsync, rename to NAME.vol, fsync the directory. */
 static int write_file(struct voldb *db, const struct voldef *v)
 {
 	char text[VOLDB_FILE_MAX], tmp[PATH_NAME_MAX], path[PATH_NAME_MAX];
-	int len = voldef_format(v, text, sizeof(text)), fd, r;
+	int len = voldef_format(v, text, sizeof(text));
 
 	if (len < 0)
 		return len;
 	snprintf(tmp, sizeof(tmp), ".%s" SUFFIX TMP_SUFFIX, v->name);
 	snprintf(path, sizeof(path), "%s" SUFFIX, v->name);
-	fd = openat(db->dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
-	if (fd < 0)
-		return -errno;
-	r = full_write(fd, text, (size_t)len);
-	if (r < 0)
-		close(fd);
-	else
-		r = fsync_close(fd);
-	if (!r && renameat(db->dirfd, tmp, db->dirfd, path) < 0)
-		r = -errno;
-	if (r < 0) {
-		unlinkat(db->dirfd, tmp, 0);
-		return r;
-	}
-	return fsync(db->dirfd) < 0 ? -errno : 0;
+	return file_replace_at(db->dirfd, path, tmp, text, (size_t)len);
 }
 
 int voldb_accept(struct voldb *db, const struct voldef *in)
@@ -484,39 +452,6 @@ static bool has_suffix(const char *s, const char *suffix)
 	return n >= m && !strcmp(s + n - m, suffix);
 }
 
-/* The whole file, NUL-terminated, no NUL inside. */
-static int read_fd(int fd, char *buf, size_t cap, const char **why)
-{
-	struct stat st;
-	ssize_t n;
-
-	if (fstat(fd, &st) < 0)
-		return fail_errno(why);
-	if (!S_ISREG(st.st_mode))
-		return fail(why, "not a regular file", -EINVAL);
-	if (st.st_size >= (off_t)cap)
-		return fail(why, "file too large", -EFBIG);
-	n = pread(fd, buf, cap - 1, 0);
-	if (n < 0)
-		return fail_errno(why);
-	buf[n] = '\0';
-	if (strlen(buf) != (size_t)n)
-		return fail(why, "NUL byte in file", -EINVAL);
-	return 0;
-}
-
-static int read_text(int dirfd, const char *name, char *buf, size_t cap, const char **why)
-{
-	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	int r;
-
-	if (fd < 0)
-		return fail_errno(why);
-	r = read_fd(fd, buf, cap, why);
-	close(fd);
-	return r;
-}
-
 /* One NAME.vol: 0 (loaded), or -errno (logged, skipped). */
 static int load_one(struct voldb *db, const char *fname)
 {
@@ -526,7 +461,7 @@ static int load_one(struct voldb *db, const char *fname)
 	size_t base = strlen(fname) - strlen(SUFFIX);
 	int r;
 
-	r = read_text(db->dirfd, fname, text, sizeof(text), &why);
+	r = file_read_text_at(db->dirfd, fname, text, sizeof(text), &why);
 	if (!r && voldef_parse(text, &v, err, sizeof(err)) < 0)
 		r = -EINVAL, why = err;
 	if (!r && (strlen(v.name) != base || strncmp(v.name, fname, base)))

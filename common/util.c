@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -153,6 +154,67 @@ int full_write(int fd, const void *buf, size_t len)
 		len -= (size_t)n;
 	}
 	return 0;
+}
+
+/* Sets *why (a sentence for people) and returns err; fail_errno: the
+ * same for errno. */
+static int fail_why(const char **why, const char *msg, int err)
+{
+	*why = msg;
+	return err;
+}
+
+static int fail_errno(const char **why)
+{
+	int e = errno;
+
+	return fail_why(why, strerror(e), -e);
+}
+
+int file_replace_at(int dirfd, const char *name, const char *tmp, const void *buf, size_t len)
+{
+	int fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+	int r;
+
+	if (fd < 0)
+		return -errno;
+	r = full_write(fd, buf, len);
+	if (r == 0 && fsync(fd) < 0)
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && renameat(dirfd, tmp, dirfd, name) < 0)
+		r = -errno;
+	if (r < 0) {
+		unlinkat(dirfd, tmp, 0);
+		return r;
+	}
+	return fsync(dirfd) < 0 ? -errno : 0;
+}
+
+int file_read_text_at(int dirfd, const char *name, char *buf, size_t cap, const char **why)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+	struct stat st;
+	ssize_t n;
+	int r;
+
+	if (fd < 0)
+		return fail_errno(why);
+	if (fstat(fd, &st) < 0)
+		r = fail_errno(why);
+	else if (!S_ISREG(st.st_mode))
+		r = fail_why(why, "not a regular file", -EINVAL);
+	else if (st.st_size >= (off_t)cap)
+		r = fail_why(why, "file too large", -EFBIG);
+	else if ((n = pread(fd, buf, cap - 1, 0)) < 0)
+		r = fail_errno(why);
+	else {
+		buf[n] = '\0';
+		r = strlen(buf) != (size_t)n ? fail_why(why, "NUL byte in file", -EINVAL) : 0;
+	}
+	close(fd);
+	return r;
 }
 
 /* The simulator's clock and random source (util_set_sources), or NULL. */

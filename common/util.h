@@ -32,6 +32,18 @@ int full_pwrite(int fd, const void *buf, size_t len, off_t off);
 int full_read(int fd, void *buf, size_t len);
 int full_write(int fd, const void *buf, size_t len);
 
+/* Small state files, relative to a directory fd.  file_replace_at: name
+ * replaced whole by buf: written to tmp (0600, not following a link),
+ * fsync'ed, renamed over name, the directory fsync'ed, so that a crash
+ * leaves the old file or the new one; tmp removed on failure.  0 or
+ * -errno. */
+int file_replace_at(int dirfd, const char *name, const char *tmp, const void *buf, size_t len);
+/* file_read_text_at: a regular file (not a link) of fewer than cap bytes,
+ * read whole into buf, NUL-terminated and with no NUL inside.  0, or
+ * -errno with *why a sentence for people (strerror, "not a regular file",
+ * "file too large", "NUL byte in file"). */
+int file_read_text_at(int dirfd, const char *name, char *buf, size_t cap, const char **why);
+
 
 uint64_t now_mono_ns(void);
 uint64_t now_mono_ms(void);
