@@ -27,6 +27,9 @@ extern int sim_cur;			/* node whose code runs now, -1: none */
 
 void sim_seed(uint64_t seed);
 uint64_t rnd(void);
+/* splitmix64: the next value of the sequence whose state is *x (the seed
+ * of rnd(), and of generators that must not draw from it). */
+uint64_t sim_splitmix(uint64_t *x);
 uint64_t rnd_below(uint64_t n);		/* [0, n) */
 bool rnd_chance(unsigned permille);
 void trace(const char *fmt, ...) __attribute__((format(printf, 1, 2)));

@@ -27,7 +27,7 @@ int sim_cur = -1;
 
 static uint64_t rng_s[4];
 
-static uint64_t splitmix(uint64_t *x)
+uint64_t sim_splitmix(uint64_t *x)
 {
 	uint64_t z = (*x += UINT64_C(0x9e3779b97f4a7c15));
 
@@ -39,7 +39,7 @@ static uint64_t splitmix(uint64_t *x)
 void sim_seed(uint64_t seed)
 {
 	for (int i = 0; i < 4; i++)
-		rng_s[i] = splitmix(&seed);
+		rng_s[i] = sim_splitmix(&seed);
 }
 
 static uint64_t rotl(uint64_t x, int k)

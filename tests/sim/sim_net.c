@@ -108,22 +108,13 @@ void sim_net_reset(void)
 		listeners[i] = -1;
 }
 
-/* The short receives' own generator (splitmix64): drawing them from the
- * run's generator would change every seed's run. */
+/* The short receives' own generator: drawing them from the run's
+ * generator would change every seed's run. */
 static uint64_t short_x;
 
 void sim_net_seed(uint64_t seed)
 {
 	short_x = seed ^ UINT64_C(0x5eed5e95);
-}
-
-static uint64_t short_rnd(void)
-{
-	uint64_t z = (short_x += UINT64_C(0x9e3779b97f4a7c15));
-
-	z = (z ^ (z >> 30)) * UINT64_C(0xbf58476d1ce4e5b9);
-	z = (z ^ (z >> 27)) * UINT64_C(0x94d049bb133111eb);
-	return z ^ (z >> 31);
 }
 
 static uint64_t delay(void)
@@ -372,8 +363,8 @@ ssize_t simnet_recv(int fd, void *buf, size_t len)
 	/* TCP may return less than is there: a header, a payload, a record
 	 * split anywhere (the reader must not take a short read for more than
 	 * "nothing more now": the data left is readable at the next sweep). */
-	if (len > 1 && short_rnd() % 1000 < sim_netcfg.short_recv_permille)
-		len = 1 + short_rnd() % (len - 1);
+	if (len > 1 && sim_splitmix(&short_x) % 1000 < sim_netcfg.short_recv_permille)
+		len = 1 + sim_splitmix(&short_x) % (len - 1);
 	while (n < len && s->in_head && s->in_head->at <= sim_now) {
 		struct seg *g = s->in_head;
 		size_t take;
