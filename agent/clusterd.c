@@ -380,13 +380,16 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	notify(cd);
 }
 
-static void drop_pending(struct clusterd *cd, const char *volume)
+/* Removes the requests match() picks, and saves the list if it changed. */
+static void drop_where(struct clusterd *cd,
+		       bool (*match)(struct clusterd *cd, const struct pending_outdate *po,
+				     const void *arg), const void *arg)
 {
 	struct pending_outdate **pp = &cd->pending, *po;
 	bool dropped = false;
 
 	while ((po = *pp)) {
-		if (strcmp(po->volume, volume) == 0) {
+		if (match(cd, po, arg)) {
 			*pp = po->next;
 			free(po);
 			dropped = true;
@@ -398,15 +401,30 @@ static void drop_pending(struct clusterd *cd, const char *volume)
 		save_pending(cd);
 }
 
+static bool of_volume(struct clusterd *cd, const struct pending_outdate *po, const void *volume)
+{
+	(void)cd;
+	return strcmp(po->volume, volume) == 0;
+}
+
+static void drop_pending(struct clusterd *cd, const char *volume)
+{
+	drop_where(cd, of_volume, volume);
+}
+
 /* A request of an earlier run (the daemon stopped before the group
  * recorded it) is void once another member is Primary of the volume: that
  * one was promoted since, by the group's rules, and is ahead of us.  So is
  * one for a volume this node no longer replicates. */
-static bool replay_void(struct clusterd *cd, const struct pending_outdate *po)
+static bool replay_void(struct clusterd *cd, const struct pending_outdate *po,
+			const void *unused)
 {
 	const struct primary_rec *pr = clusterd__primary_of(cd, po->volume);
 	const struct voldef *d = voldb_find(cd->db, po->volume);
 
+	(void)unused;
+	if (!po->replayed)
+		return false;
 	if (pr && pr->nodeid != cd->nodeid && clusterd__is_member(cd, pr->nodeid)) {
 		log_notice("cluster: %s: %s is Primary now: the outdate of %s requested before "
 			   "this daemon's restart is void", po->volume, pr->node, po->node);
@@ -425,21 +443,9 @@ static bool replay_void(struct clusterd *cd, const struct pending_outdate *po)
  * down: that node's peers were right to go on without it). */
 static void send_pending(struct clusterd *cd)
 {
-	struct pending_outdate **pp = &cd->pending, *po;
-	bool dropped = false;
-
-	while ((po = *pp)) {
-		if (po->replayed && replay_void(cd, po)) {
-			*pp = po->next;
-			free(po);
-			dropped = true;
-			continue;
-		}
+	drop_where(cd, replay_void, NULL);
+	for (const struct pending_outdate *po = cd->pending; po; po = po->next)
 		clusterd__send_outdate(cd, po);
-		pp = &po->next;
-	}
-	if (dropped)
-		save_pending(cd);
 }
 
 /* Back in a quorate partition: if someone else became Primary of a volume
