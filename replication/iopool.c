@@ -51,16 +51,39 @@ struct iopool {
 	 * changed-block tracking), or NULL. */
 	void (*before_write)(void *arg, uint64_t off, uint64_t len);
 	void *before_write_arg;
+	/* Atomics: plain data writes done, and how many of them the last
+	 * FLUSH that succeeded covers (those done before its submission). */
+	uint64_t writes_done, flushed;
 	pthread_t threads[];
 };
 
-/* Runs io; before a write, the before_write hook sees its range. */
+/* Runs io; before a write, the before_write hook sees its range; after
+ * it, writes and flushes are counted (repl__iopool_unflushed). */
 static int exec(struct iopool *p, struct repl_io *io)
 {
-	if (p->before_write &&
-	    (io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO))
+	bool data = io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO;
+	uint64_t had;
+	int r;
+
+	if (p->before_write && data)
 		p->before_write(p->before_write_arg, io->offset, io->len);
-	return repl__store_exec(p->fd, p->blockdev, io);
+	r = repl__store_exec(p->fd, p->blockdev, io);
+	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
+		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
+	if (r == 0 && io->op == REPL_IO_FLUSH) {
+		had = __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE);
+		while (had < io->pool_mark &&
+		       !__atomic_compare_exchange_n(&p->flushed, &had, io->pool_mark, false,
+						    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+			;
+	}
+	return r;
+}
+
+bool repl__iopool_unflushed(const struct iopool *p)
+{
+	return __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE) >
+	       __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE);
 }
 
 void repl__iopool_set_before_write(struct iopool *p,
@@ -194,6 +217,8 @@ fail:
 void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 {
 	io->next = NULL;
+	if (io->op == REPL_IO_FLUSH)
+		io->pool_mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
 	pthread_mutex_lock(&p->lock);
 	*p->queue_tail = io;
 	p->queue_tail = &io->next;

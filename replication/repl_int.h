@@ -57,6 +57,7 @@ struct repl_io {
 	/* loop thread, unless REPL_IO_DONE_ANY_THREAD */
 	void (*done)(struct repl_io *io);
 	struct repl_io *next;		/* pool queue linkage */
+	uint64_t pool_mark;		/* iopool.c's, for a FLUSH */
 };
 
 struct repl_engine {
@@ -204,6 +205,10 @@ bool repl__store_is_hole(int fd, bool blockdev, uint64_t off, uint64_t len);
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 		     bool blockdev, const char *name, struct iopool **out);
 void repl__iopool_submit(struct iopool *pool, struct repl_io *io);
+/* Did a plain (not FUA) write, trim or zero of this pool end, with
+ * success, after the submission of the last FLUSH that succeeded?  Then a
+ * flush failing now may have lost it.  Any thread. */
+bool repl__iopool_unflushed(const struct iopool *pool);
 /* Before any worker starts: fn(arg, off, len) runs on the worker before
  * each WRITE, TRIM or ZERO reaches the store (cbt.c marks what changes). */
 void repl__iopool_set_before_write(struct iopool *pool,
