@@ -271,8 +271,13 @@ static bool local_failed(struct repl_volume *vol, struct vwrite *w)
 	}
 	plog_errno(LOG_ERR, vol->name, -w->local.result, "writing at %llu: the peers "
 		   "resync the range from this replica", (unsigned long long)w->local.offset);
-	for (unsigned i = 0; i < vol->n_peers; i++)
+	for (unsigned i = 0; i < vol->n_peers; i++) {
 		need = MAX(need, mark_missing(vol, i, w->io));
+		/* A resync copy of the range taken before now must not clear
+		 * the bit when its flush is acknowledged: the peer may apply
+		 * this write after it (sim seed 2374). */
+		repl__rs_note_failed(vol->peers[i], w->io->offset, w->io->len);
+	}
 	if (need)
 		bm_wait_for(vol, w, need);
 	for (unsigned i = 0; i < vol->n_peers; i++)
