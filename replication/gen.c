@@ -13,13 +13,15 @@
  *   2   L.c == 0 and P.c == 0          (both blank)       NO_SYNC
  *   3   L.c == 0                       (local blank)      TARGET_FULL
  *   3'  P.c == 0                                          SOURCE_FULL
+ *  14   L.c == P.c, only L lost power (L a Secondary)     TARGET_FULL
+ *  14'  L.c == P.c, only P lost power (P a Secondary)     SOURCE_FULL
  *   4   L.c == P.c, neither crashed as Primary            NO_SYNC
  *   5   L.c == P.c, only L crashed as Primary, L not      TARGET_BITMAP (full:
- *       Primary now                                       peer.c)
- *   5'  L.c == P.c, only P crashed as Primary, P not      SOURCE_BITMAP (full)
- *       Primary now
- *   5a  L.c == P.c, only L crashed, L Primary again       SOURCE_BITMAP (AL)
- *   5a' L.c == P.c, only P crashed, P Primary again       TARGET_BITMAP (AL)
+ *       Primary now, and L lost power or P is Primary     handshake.c)
+ *   5'  mirror of 5                                       SOURCE_BITMAP (full)
+ *   5a  L.c == P.c, only L crashed, L Primary again or    SOURCE_BITMAP (AL)
+ *       its host kept its writes (P not Primary)
+ *   5a' mirror of 5a                                      TARGET_BITMAP (AL)
  *   6   L.c == P.c, both crashed, L.id < P.id             SOURCE_BITMAP (AL)
  *   6'  L.c == P.c, both crashed, L.id > P.id             TARGET_BITMAP (AL)
  *   7   L.c == P.c, both crashed, L.id == P.id            REFUSE
@@ -42,6 +44,9 @@
  *                                                         9, 11, else FULL
  *  21   the source's disk is not consistent               REFUSE
  *  22   the target is a Primary with consistent data      REFUSE
+ *  23   after rules 8, 11, 12 or 13 only (split brain,    the Primary is
+ *       unrelated): one side Outdated, the other an       source: FULL
+ *       UpToDate Primary
  *
  * Then, between two Secondaries only (gen_secondaries_wait()), the
  * resync of rules 2..22 runs, or the link carries state only and waits:
@@ -50,7 +55,7 @@
  *       connected to either, the source UpToDate
  *  41   either has a Primary connected                    wait (from it)
  *  42   the source is not UpToDate, or crashed as         wait for a Primary
- *       Primary, or only rule 20 makes it the source
+ *       Primary, or the rule is not 9, 10 or 14
  *  43   split brain, unrelated, refused                   wait for a Primary
  *
  * Departures from DRBD: generations carry no flag bits (no masking); rule 8
@@ -61,10 +66,17 @@
  * rule 20 applies after rule 13 too (DRBD: unrelated aborts first); rule 6
  * breaks the tie by node id instead of by connection direction; rule 5
  * makes the replica that did not crash the source (DRBD: the crashed
- * Primary): the crashed one may have lost with its power the writes it
- * had acknowledged and not flushed, which the other holds; only a crashed
- * Primary promoted again (its data made the reference, role.c) is the
- * source (5a). */
+ * Primary) when the crashed one lost power: it may have lost with it the
+ * writes it had acknowledged and not flushed, which the other holds; a
+ * crashed Primary whose host kept running (only its daemon died: the page
+ * cache kept every write) or that was promoted again (its data made the
+ * reference, role.c) is the source (5a), as in DRBD.  Rule 14 (numbered
+ * last, it came last) is the same for a Secondary: plain writes are
+ * acknowledged before they are flushed on both sides, so one that lost
+ * power takes everything from one that did not (it cannot say which
+ * regions it lost); between two that both lost power, nobody holds more.
+ * "Lost power" comes from the boot id recorded in the metadata (role.c,
+ * volume.c); a replica that cannot tell counts as having lost it. */
 #include "config.h"
 
 #include <errno.h>
@@ -157,24 +169,44 @@ static bool share_ancestor(const struct gen_side *a, const struct gen_side *b)
 	return false;
 }
 
-/* Rules 4..7: same current generation. */
+/* A replica that may lack writes it acknowledged (rule 14); a Primary's
+ * data is the reference whatever happened to it before. */
+static bool lost(const struct gen_side *s)
+{
+	return s->lost_power && !s->primary;
+}
+
+/* Rule 5a, for the one side that crashed as Primary: is its data the
+ * reference for its activity log? */
+static bool crashed_is_source(const struct gen_side *crashed, const struct gen_side *other)
+{
+	return crashed->primary || (!lost(crashed) && !other->primary);
+}
+
+/* Rules 14, 4..7: same current generation. */
 static struct gen_verdict same_current(const struct gen_side *l, const struct gen_side *p)
 {
-	static const char crashed[] = "same current; the crashed Primary takes its activity "
-				      "log from the replica that did not crash";
-	static const char again[] = "same current; the crashed Primary, promoted again, "
-				    "resyncs its activity log";
+	static const char power[] = "same current; the replica that lost power takes "
+				    "everything from one that did not";
+	static const char crashed[] = "same current; the crashed Primary lost power: it takes "
+				      "its activity log from the replica that did not crash";
+	static const char again[] = "same current; the crashed Primary kept its writes (or "
+				    "was promoted again): it resyncs its activity log";
 	static const char both[] = "same current; both crashed as Primary, the lower node id "
 				   "resyncs the activity logs";
 
+	if (lost(l) && !lost(p))
+		return verdict(GEN_TARGET_FULL, GEN_R_LOST_POWER, power);
+	if (lost(p) && !lost(l))
+		return verdict(GEN_SOURCE_FULL, GEN_R_LOST_POWER, power);
 	if (!l->crashed_primary && !p->crashed_primary)
 		return verdict(GEN_NO_SYNC, GEN_R_SAME, "same current generation");
 	if (!p->crashed_primary)
-		return l->primary ? verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, again)
-				  : verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, crashed);
+		return crashed_is_source(l, p) ? verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, again)
+					       : verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, crashed);
 	if (!l->crashed_primary)
-		return p->primary ? verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, again)
-				  : verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, crashed);
+		return crashed_is_source(p, l) ? verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, again)
+					       : verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, crashed);
 	if (l->node_id < p->node_id)
 		return verdict(GEN_SOURCE_BITMAP, GEN_R_BOTH_CRASHED, both);
 	if (l->node_id > p->node_id)
@@ -279,6 +311,31 @@ static struct gen_verdict inconsistent_side(const struct gen_side *l,
 		       "one side is Inconsistent: the consistent side is the source");
 }
 
+/* Rule 23: like rule 20 for a replica recorded Outdated (by the cluster
+ * or by a Primary: it holds nothing anyone needs, and cannot be promoted,
+ * so whatever it wrote alone was never acknowledged) facing the Primary:
+ * one that was away while the Primary's generation moved more often than
+ * the history keeps (a partition while another replica's failing disk
+ * made it lose and regain that one again and again: sim seed 558), or one
+ * whose failed promotion left a generation it never wrote in on its disk
+ * (its metadata failed, then failed to void it: sim seed 3201). */
+static struct gen_verdict outdated_side(const struct gen_side *l, const struct gen_side *p,
+					struct gen_verdict v)
+{
+	static const char why[] = "split brain or no common generation, but one side is "
+				  "Outdated: it takes everything from the Primary";
+
+	if (v.decision != GEN_UNRELATED && v.decision != GEN_SPLIT_BRAIN)
+		return v;
+	if (l->disk_state == GEN_DISK_OUTDATED && !l->primary && p->primary &&
+	    p->disk_state == GEN_DISK_UPTODATE)
+		return verdict(GEN_TARGET_FULL, GEN_R_OUTDATED_DIVERGED, why);
+	if (p->disk_state == GEN_DISK_OUTDATED && !p->primary && l->primary &&
+	    l->disk_state == GEN_DISK_UPTODATE)
+		return verdict(GEN_SOURCE_FULL, GEN_R_OUTDATED_DIVERGED, why);
+	return v;
+}
+
 struct gen_verdict gen_decide(const struct gen_side *local, const struct gen_side *peer)
 {
 	struct gen_verdict v;
@@ -287,6 +344,7 @@ struct gen_verdict gen_decide(const struct gen_side *local, const struct gen_sid
 		return verdict(GEN_NO_SYNC, GEN_R_DISKLESS, "a diskless side has nothing to resync");
 	v = compare_gens(local, peer);
 	v = inconsistent_side(local, peer, v);
+	v = outdated_side(local, peer, v);
 	return guard(local, peer, v);
 }
 
@@ -444,6 +502,7 @@ int gen_on_resync_done_target(struct gen_side *s, const struct gen_side *source)
 	memcpy(s->history, after.history, sizeof(s->history));
 	s->disk_state = source->disk_state;
 	s->crashed_primary = false;
+	s->lost_power = false;
 	return 0;
 }
 
@@ -610,7 +669,8 @@ const char *gen_secondaries_wait(struct gen_verdict gv, const struct gen_side *l
 	if (local_has_primary || peer_has_primary)
 		return "a Primary is connected: the resync comes from it";
 	if (src->disk_state != GEN_DISK_UPTODATE || src->crashed_primary ||
-	    (gv.rule != GEN_R_BITMAP && gv.rule != GEN_R_HISTORY))
+	    (gv.rule != GEN_R_BITMAP && gv.rule != GEN_R_HISTORY &&
+	     gv.rule != GEN_R_LOST_POWER))
 		return "the source is not known UpToDate: waits for a Primary";
 	return NULL;
 }

@@ -17,7 +17,11 @@
  *  - a *_FULL resync sets every bit in the source's bitmap, then runs as a
  *    bitmap resync, so an interrupted full sync resumes from the bitmap;
  *  - a replica that restarts after crashing as Primary sets crashed_primary
- *    and marks its activity-log regions in its own bitmap before connecting.
+ *    and marks its activity-log regions in its own bitmap before connecting;
+ *  - a replica that went down uncleanly and whose host restarted since (a
+ *    power loss: the writes it acknowledged and had not flushed may be
+ *    gone), or that cannot tell, sets lost_power until a resync as target
+ *    or a promotion makes its data whole or the reference again.
  *
  * This is not the bitmap, the metadata store or the connection state
  * machine; it only decides. */
@@ -53,6 +57,8 @@ struct gen_side {
 	uint8_t disk_state;	/* enum gen_disk */
 	bool primary;		/* role at the time of the handshake */
 	bool crashed_primary;	/* went down uncleanly while Primary */
+	bool lost_power;	/* went down uncleanly with its host: may lack
+				 * writes it acknowledged (see above) */
 	uint32_t node_id;	/* distinct per node; tie-break only */
 };
 
@@ -84,9 +90,11 @@ enum gen_rule {
 	GEN_R_SB_BITMAP = 11,
 	GEN_R_SB_ANCESTOR = 12,
 	GEN_R_UNRELATED = 13,
+	GEN_R_LOST_POWER = 14,
 	GEN_R_INCONSISTENT = 20,
 	GEN_R_SOURCE_INCONSISTENT = 21,
 	GEN_R_TARGET_PRIMARY = 22,
+	GEN_R_OUTDATED_DIVERGED = 23,
 	GEN_R_SB_RESOLVED = 30,
 };
 
@@ -147,7 +155,8 @@ int gen_on_sync_target_start(struct gen_side *s, uint64_t sync_id);
  * history and is cleared; crashed_primary is cleared. */
 int gen_on_resync_done(struct gen_side *s);
 /* Resync finished, on the target: it takes the source's generations (as
- * they are after gen_on_resync_done) and disk state.  -ESTALE if the target's
+ * they are after gen_on_resync_done) and disk state, and holds every write
+ * again (crashed_primary and lost_power are cleared).  -ESTALE if the target's
  * current is not the source's bitmap (no gen_on_sync_target_start). */
 int gen_on_resync_done_target(struct gen_side *s, const struct gen_side *source);
 

@@ -85,7 +85,17 @@ enum meta_role { META_SECONDARY = 0, META_PRIMARY = 1 };
 #define META_F_CLEAN		(1u << 0) /* shut down cleanly */
 #define META_F_PRIMARY_CRASHED	(1u << 1) /* was primary and did not demote cleanly */
 #define META_F_FULL_SYNC	(1u << 2) /* bitmaps untrusted: full resync needed */
-#define META_F_ALL		(META_F_CLEAN | META_F_PRIMARY_CRASHED | META_F_FULL_SYNC)
+/* Went down uncleanly and its host restarted since, or it could not tell
+ * (see boot_id): writes it acknowledged and had not flushed may be gone.
+ * Until a resync as target or a promotion. */
+#define META_F_POWER_LOST	(1u << 3)
+#define META_F_ALL		(META_F_CLEAN | META_F_PRIMARY_CRASHED | META_F_FULL_SYNC | \
+				 META_F_POWER_LOST)
+
+/* The host's boot id (/proc/sys/kernel/random/boot_id) when the replica was
+ * last opened: an unclean stop with the same boot id at the next open was
+ * the daemon's alone, and the page cache kept every write. */
+#define META_BOOT_ID_LEN	16
 
 struct meta_peer {
 	char node[META_NODE_MAX + 1];	/* "" = unused slot; printable ASCII */
@@ -102,6 +112,7 @@ struct meta_super {
 	uint32_t flags;			/* META_F_* */
 	uint64_t gen_current, gen_bitmap, gen_history[META_GEN_HISTORY];
 	struct meta_peer peers[META_MAX_PEERS];
+	uint8_t boot_id[META_BOOT_ID_LEN];	/* all zero: unknown */
 	uint64_t seq;			/* maintained by meta.c; ignored on input */
 };
 

@@ -17,7 +17,8 @@
  *   52   1   role                   112  88  peer slot 0
  *   53   1   disk_state             200  88  peer slot 1
  *   54   2   number of peer slots   288  48  gen_history[2..7]
- *   56   4   flags                  336      zero up to 4092
+ *   56   4   flags                  336  16  boot id (0: unknown)
+ *                                   352      zero up to 4092
  *                                   4092 4   CRC32C of bytes [0, 4092)
  *
  *   peer slot: 0 72 node (NUL terminated, zero padded), 72 1 disk_state,
@@ -26,7 +27,11 @@
  * gen_history[2..7] came with no version change: every version wrote
  * zeros there and no version reads them, so a file written before holds
  * an empty deeper history, and an older build reading a newer file sees
- * the two newest entries only (less ancestry, never a wrong one).
+ * the two newest entries only (less ancestry, never a wrong one).  The
+ * boot id came the same way: zero (unknown) in a file written before, and
+ * an older build drops it (unknown again, the cautious reading).  The flag
+ * META_F_POWER_LOST that came with it makes an older build refuse such a
+ * file ("unknown flags") rather than forget that the replica lacks writes.
  *
  * magic, version, seq and the CRC keep their places in every version, so
  * that a newer file is recognised as such rather than as garbage.
@@ -62,13 +67,14 @@ enum {
 	OFF_UUID = 24, OFF_SIZE = 40, OFF_SHIFT = 48, OFF_ROLE = 52,
 	OFF_DISK = 53, OFF_NPEERS = 54, OFF_FLAGS = 56, OFF_GEN_CUR = 64,
 	OFF_GEN_BM = 72, OFF_GEN_HIST = 80, OFF_BM_OFF = 96, OFF_BM_STRIDE = 104,
-	OFF_PEERS = 112, PEER_LEN = 88, OFF_GEN_HIST2 = 288,
+	OFF_PEERS = 112, PEER_LEN = 88, OFF_GEN_HIST2 = 288, OFF_BOOT_ID = 336,
 	PEER_NODE = 0, PEER_NODE_LEN = 72, PEER_DISK = 72, PEER_BM_GEN = 80,
 	OFF_CRC = META_SLOT_SIZE - 4,
 };
 
 _Static_assert(OFF_PEERS + META_MAX_PEERS * PEER_LEN <= OFF_GEN_HIST2, "slot overflow");
-_Static_assert(OFF_GEN_HIST2 + (META_GEN_HISTORY - 2) * 8 <= OFF_CRC, "slot overflow");
+_Static_assert(OFF_GEN_HIST2 + (META_GEN_HISTORY - 2) * 8 <= OFF_BOOT_ID, "slot overflow");
+_Static_assert(OFF_BOOT_ID + META_BOOT_ID_LEN <= OFF_CRC, "slot overflow");
 _Static_assert(PEER_NODE_LEN > META_NODE_MAX, "node field too small");
 
 const char *meta_disk_state_name(enum meta_disk_state s)
@@ -174,6 +180,7 @@ void repl__meta_slot_encode(const struct meta_super *sb, uint8_t *s)
 	put64(s + OFF_GEN_HIST + 8, sb->gen_history[1]);
 	for (unsigned i = 2; i < META_GEN_HISTORY; i++)
 		put64(s + OFF_GEN_HIST2 + (i - 2) * 8, sb->gen_history[i]);
+	memcpy(s + OFF_BOOT_ID, sb->boot_id, META_BOOT_ID_LEN);
 	put64(s + OFF_BM_OFF, META_BITMAP_OFFSET);
 	put64(s + OFF_BM_STRIDE,
 	      repl__meta_stride_of(repl__meta_regions_of(sb->size, sb->region_shift)));
@@ -226,6 +233,7 @@ static int slot_decode(const uint8_t *s, struct meta_super *sb, unsigned *versio
 	sb->gen_history[1] = get64(s + OFF_GEN_HIST + 8);
 	for (unsigned i = 2; i < META_GEN_HISTORY; i++)
 		sb->gen_history[i] = get64(s + OFF_GEN_HIST2 + (i - 2) * 8);
+	memcpy(sb->boot_id, s + OFF_BOOT_ID, META_BOOT_ID_LEN);
 	for (unsigned i = 0; i < META_MAX_PEERS; i++) {
 		const uint8_t *p = s + OFF_PEERS + i * PEER_LEN;
 		const char *node = (const char *)p + PEER_NODE;

@@ -56,9 +56,14 @@ struct peer {
 	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
 	uint8_t peer_disk;		/* enum gen_disk */
 	bool peer_crashed;		/* it crashed as Primary, not resynced since */
+	bool peer_lost_power;		/* it may lack writes it acknowledged (gen.h) */
 	/* The last handshake made this replica its sync target (gen.c):
 	 * its data is the reference, whether or not the resync runs yet. */
 	bool hs_target;
+	/* The last handshake found our generation newer than its (gen.c
+	 * rules 9 and 10: its current is our bitmap or history): it
+	 * stopped taking our writes before our data moved on. */
+	bool hs_newer;
 	/* We applied its writes or followed its generation while it was
 	 * Primary, and it has not demoted since (a crossing, clusterd.c). */
 	bool took_primary;

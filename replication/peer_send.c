@@ -49,6 +49,7 @@ void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side
 	g->disk_state = vol->disk_state;
 	g->primary = vol->role == REPL_PRIMARY;
 	g->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
+	g->lost_power = sb->flags & META_F_POWER_LOST;
 	g->node_id = repl__peer_node_id(vol, vol->node);
 }
 
@@ -227,6 +228,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->disk = vol->disk_state;
 	v->role = (uint8_t)vol->role;
 	v->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
+	v->lost_power = sb->flags & META_F_POWER_LOST;
 	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
 								    : GEN_DISK_UNKNOWN;
 	v->has_primary = p->told_has_primary = repl__peer_has_primary(vol, p);

@@ -67,6 +67,7 @@ static void peer_from_volume(struct peer *p, const struct wire_volume *v)
 	p->peer_role = v->role;
 	p->peer_disk = v->disk;
 	p->peer_crashed = v->crashed_primary;
+	p->peer_lost_power = v->lost_power;
 }
 
 /* Are we in sync with a Primary other than p?  Then p's old record that
@@ -147,8 +148,10 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	memset(in, 0, sizeof(*in));
 	in->volume = vol->name;
 	repl__peer_gen_side(vol, (int)p->idx, &in->local);
-	in->peer = (struct gen_side){ v->current, v->bitmap, { 0 }, v->disk,
-				      v->role == REPL_PRIMARY, v->crashed_primary, v->node_id };
+	in->peer = (struct gen_side){ .current = v->current, .bitmap = v->bitmap,
+				      .disk_state = v->disk, .primary = v->role == REPL_PRIMARY,
+				      .crashed_primary = v->crashed_primary,
+				      .lost_power = v->lost_power, .node_id = v->node_id };
 	memcpy(in->peer.history, v->history, sizeof(in->peer.history));
 	in->local_dirty = meta_bits_count(vol->meta, p->idx);
 	in->peer_dirty = v->dirty;
@@ -203,13 +206,16 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	wait = hv.wait;
 	p->hs_target = hv.decided && (gv.decision == GEN_TARGET_BITMAP ||
 				       gv.decision == GEN_TARGET_FULL);
+	p->hs_newer = hv.decided && (gv.rule == GEN_R_BITMAP || gv.rule == GEN_R_HISTORY) &&
+		      (gv.decision == GEN_SOURCE_BITMAP || gv.decision == GEN_SOURCE_FULL);
 	if (hv.auto_resolved)
 		plog(LOG_WARNING, vol->name, "split brain with %s resolved automatically: %s",
 		     p->node, hv.auto_resolved);
 	if (hv.decided) {
-		plog(LOG_INFO, vol->name, "peer %s: %s (%s%s)", p->node,
+		plog(LOG_INFO, vol->name, "peer %s: %s (%s%s%s)", p->node,
 		     gen_decision_name(gv.decision), gv.reason,
-		     local->crashed_primary || peer->crashed_primary ? "; a Primary crashed" : "");
+		     local->crashed_primary || peer->crashed_primary ? "; a Primary crashed" : "",
+		     local->lost_power || peer->lost_power ? "; a replica lost power" : "");
 		p->suppressed = wait != NULL;
 	}
 	if (hv.action == HS_DROP) {
@@ -283,6 +289,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 	struct peer *o = NULL;
+	bool unrecorded = false;
 
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
 	    vol->role != REPL_PRIMARY && vol->lost_primary) {
@@ -342,12 +349,23 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	    vol->role != REPL_PRIMARY && sb.disk_state == META_UPTODATE &&
 	    !in_sync_with_other_primary(vol, p))
 		sb.disk_state = META_OUTDATED;
-	if (memcmp(&sb, meta_get(vol->meta), sizeof(sb)) != 0 && meta_update(vol->meta, &sb) < 0)
+	/* Unrecorded, a generation we followed would be missing here: in
+	 * sync by the link but not by the metadata, a promotion later finds
+	 * a split brain where nothing diverged (sim seed 78).  The link goes:
+	 * the Primary outdates us, and the next handshake starts from what
+	 * the metadata holds. */
+	if (memcmp(&sb, meta_get(vol->meta), sizeof(sb)) != 0 && meta_update(vol->meta, &sb) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the state %s sent", p->node);
+		unrecorded = true;
+	}
 	if (sb.disk_state == META_OUTDATED && vol->disk_state == GEN_DISK_UPTODATE) {
 		vol->disk_state = GEN_DISK_OUTDATED;
 		plog(LOG_WARNING, vol->name, "%s says this replica is Outdated", p->node);
 		repl__peers_tell_state(vol);
+	}
+	if (unrecorded) {
+		repl__peer_drop(p, "cannot record the state it sent");
+		return;
 	}
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,

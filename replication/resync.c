@@ -571,7 +571,7 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	memcpy(sb.gen_history, v->history, sizeof(sb.gen_history));
 	/* Inconsistent until our own flush is done (rs_uptodate()). */
 	sb.disk_state = META_INCONSISTENT;
-	sb.flags &= ~META_F_PRIMARY_CRASHED;
+	sb.flags &= ~(META_F_PRIMARY_CRASHED | META_F_POWER_LOST);
 	/* Our data is the source's now: what we had recorded as missing on
 	 * others (and our activity log) described data we no longer have. */
 	for (unsigned i = 0; i < META_MAX_PEERS; i++)

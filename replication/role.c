@@ -154,18 +154,57 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 	repl__gen_store(sb, -1, &g);
 }
 
-/* After a crash as Primary, until a resync: a peer that may hold writes
- * this replica acknowledged and lost with its power (plain writes are
- * acknowledged before they are flushed, on both sides): one not recorded
- * Outdated here that is away, or connected, UpToDate and either not
- * crashed itself or our sync source by the last handshake (one recorded
- * Outdated holds nothing we could have lost: our
- * data was flushed before the record, replicate.c).  NULL when there is
- * none.  Promoting this replica would make
- * its older data the reference (gen.c rule 5a) and outdate that peer;
- * the cluster promotes the peer instead, and this replica resyncs from
- * it (rule 5; fully, as the peer cannot know which regions it wrote). */
-static const struct peer *crash_holder(const struct repl_volume *vol)
+/* After an unclean stop that lost power (META_F_POWER_LOST: the host
+ * restarted, or the replica cannot tell), until a resync or a promotion:
+ * a peer that may hold writes this replica acknowledged and lost with its
+ * power (plain writes are acknowledged before they are flushed, on both
+ * sides, and on a Primary or a Secondary alike): one not recorded
+ * Outdated here that is away, or connected, UpToDate and either with its
+ * power kept or our sync source by the last handshake (one recorded
+ * Outdated holds nothing we could have lost: our data was flushed before
+ * the record, replicate.c).  NULL when there is none.  Promoting this
+ * replica would make its older data the reference and outdate that peer
+ * (sim seed 3435: a Secondary that lost power was promoted while the old
+ * Primary, whose daemon alone had crashed, still held the writes); the
+ * cluster promotes the peer instead, or this replica waits for it and
+ * resyncs from it (gen.c rules 5 and 14; fully, as nobody can know which
+ * regions it lost). */
+static const struct peer *power_holder(const struct repl_volume *vol)
+{
+	const struct meta_super *sb = meta_get(vol->meta);
+
+	if (!(sb->flags & META_F_POWER_LOST))
+		return NULL;
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *p = vol->peers[i];
+		if (sb->peers[p->idx].disk_state == META_OUTDATED)
+			continue;
+		/* A peer whose generation is older than ours holds
+		 * nothing we did not flush when our data moved on (a
+		 * Primary flushes before it outdates a peer, replicate.c).
+		 * A peer that lost power too holds no more than we do...
+		 * unless the handshake with it made us its target: then it
+		 * is the reference, and promoting us would serve our older
+		 * data (sim seed 2109: our own promotion had failed after its
+		 * superblock reached the page cache, so we restarted
+		 * "crashed as Primary" without ever serving). */
+		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE || p->hs_newer ||
+					 (p->peer_lost_power && !p->hs_target)))
+			continue;
+		return p;
+	}
+	return NULL;
+}
+
+/* After a crash as Primary that kept its writes (only the daemon died):
+ * a connected peer that holds every acknowledged write too and did not
+ * crash (UpToDate, and neither crashed as Primary nor lost power).
+ * Promoting it keeps every replica in sync at once; promoting this one
+ * makes every peer resync its activity log, and if its metadata is what
+ * failed, a promotion that fails half-way can leave a generation nobody
+ * wrote in that looks like a split brain later (sim seed 2402).  NULL
+ * when there is none: then this replica is promoted as it is. */
+static const struct peer *uncrashed_peer(const struct repl_volume *vol)
 {
 	const struct meta_super *sb = meta_get(vol->meta);
 
@@ -173,18 +212,9 @@ static const struct peer *crash_holder(const struct repl_volume *vol)
 		return NULL;
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		const struct peer *p = vol->peers[i];
-		if (sb->peers[p->idx].disk_state == META_OUTDATED)
-			continue;
-		/* A peer that crashed as Primary too holds no more than we do
-		 * (gen.c rule 6)... unless the handshake with it made us its
-		 * target: then it is the reference, and promoting us would
-		 * serve our older data (sim seed 2109: our own promotion had
-		 * failed after its superblock reached the page cache, so we
-		 * restarted "crashed as Primary" without ever serving). */
-		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE ||
-					 (p->peer_crashed && !p->hs_target)))
-			continue;
-		return p;
+		if (repl__peer_up(p) && p->peer_disk == GEN_DISK_UPTODATE && !p->peer_crashed &&
+		    !p->peer_lost_power && p->peer_role != REPL_PRIMARY)
+			return p;
 	}
 	return NULL;
 }
@@ -192,7 +222,8 @@ static const struct peer *crash_holder(const struct repl_volume *vol)
 /* The engine's promotion rules (the cluster's are its hook's). */
 static int promote_check(const struct repl_volume *vol, bool force, char *why, size_t len)
 {
-	const struct peer *holder = force ? NULL : crash_holder(vol);
+	const struct peer *holder = force ? NULL : power_holder(vol);
+	const struct peer *other = force ? NULL : uncrashed_peer(vol);
 
 	if (vol->down)
 		return refuse(why, len, -EPERM, "the volume is down on this node: "
@@ -210,10 +241,15 @@ static int promote_check(const struct repl_volume *vol, bool force, char *why, s
 			      "acknowledged writes (--force overrides)",
 			      gen_disk_name(vol->disk_state));
 	if (holder)
-		return refuse(why, len, -EPERM, "this replica crashed as Primary and may "
-			      "have lost, with its power, writes it acknowledged that %s "
-			      "holds: promote %s (if only the daemon crashed, not the host, "
-			      "nothing was lost: --force)", holder->node, holder->node);
+		return refuse(why, len, -EPERM, "this replica went down uncleanly with its "
+			      "host (a power loss, or it cannot tell) and may lack writes it "
+			      "acknowledged that %s holds: promote %s, or connect to it first "
+			      "and resync (--force overrides)", holder->node, holder->node);
+	if (other)
+		return refuse(why, len, -EPERM, "this replica crashed as Primary and %s, "
+			      "connected and UpToDate, did not: promote %s, which needs no "
+			      "resync (--force promotes this one, which resyncs its activity "
+			      "log to the others)", other->node, other->node);
 	return 0;
 }
 
@@ -258,6 +294,7 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	promote_generation(vol, &sb, force);
 	sb.role = REPL_PRIMARY;
 	sb.disk_state = META_UPTODATE;
+	sb.flags &= ~META_F_POWER_LOST;	/* its data is the reference now */
 	/* Refused, it must not come back at a restart (issue 13): with its
 	 * role Primary and a generation no peer is told of, it would make
 	 * a split brain with the replica promoted instead. */

@@ -24,6 +24,42 @@ static int posix_random(void *buf, size_t len)
 	return random_bytes(buf, len);
 }
 
+static int hex_digit(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n" -> 16 bytes. */
+static int posix_boot_id(uint8_t id[16])
+{
+	char text[64];
+	unsigned n = 0;
+	ssize_t len;
+	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	len = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (len < 0)
+		return -EIO;
+	for (ssize_t i = 0; i < len && n < 32; i++) {
+		int v = hex_digit(text[i]);
+
+		if (v < 0 && text[i] != '-')
+			break;
+		if (v < 0)
+			continue;
+		id[n / 2] = (uint8_t)(n % 2 ? id[n / 2] | v : v << 4);
+		n++;
+	}
+	return n == 32 ? 0 : -EPROTO;
+}
+
 static int posix_listen(const char *host, const char *port)
 {
 	struct addrinfo hints = { .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE }, *res;
@@ -168,6 +204,7 @@ static int posix_renameat2(const char *from, const char *to, unsigned flags)
 const struct repl_sys_ops repl__sys_posix = {
 	.now_ns = now_mono_ns,
 	.random = posix_random,
+	.boot_id = posix_boot_id,
 	.listen = posix_listen,
 	.connect = posix_connect,
 	.connect_error = posix_connect_error,

@@ -25,6 +25,9 @@ struct repl_sys_ops {
 	/* time and randomness (UUIDs, generation ids, nonces) */
 	uint64_t (*now_ns)(void);			/* monotonic */
 	int (*random)(void *buf, size_t len);		/* 0 or -errno */
+	/* The host's boot id, 16 bytes that change at every boot (production:
+	 * /proc/sys/kernel/random/boot_id): 0 or -errno. */
+	int (*boot_id)(uint8_t id[16]);
 	/* replica links: non-blocking stream sockets */
 	int (*listen)(const char *host, const char *port);	/* fd or -errno */
 	/* Starts a connection: fd (writable when it is done) or -errno. */

@@ -93,6 +93,8 @@ static int volume_new_meta(struct repl_volume *vol, const char *path,
 	sb.gen_current = cfg->n_peers ? 0 : meta_new_gen();
 	for (unsigned i = 0; i < cfg->n_peers; i++)
 		snprintf(sb.peers[i].node, sizeof(sb.peers[i].node), "%s", cfg->peers[i].node);
+	if (repl__sys->boot_id(sb.boot_id) < 0)
+		memset(sb.boot_id, 0, sizeof(sb.boot_id));
 	r = meta_create(path, &sb, &vol->meta);
 	if (r < 0)
 		return r;
@@ -142,6 +144,32 @@ static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...
 	va_end(ap);
 }
 
+static bool all_zero(const uint8_t *p, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+/* After an unclean stop: is this the same boot of the host as the one
+ * that last opened the replica?  Then only the daemon died, and the page
+ * cache holds every write it made: flushed now, they are as durable as if
+ * it had shut down cleanly.  A zero boot id (unknown) is a no. */
+static bool host_kept_writes(struct repl_volume *vol, const struct meta_super *sb,
+			     const uint8_t *boot_id)
+{
+	if (all_zero(sb->boot_id, sizeof(sb->boot_id)) ||
+	    memcmp(sb->boot_id, boot_id, sizeof(sb->boot_id)))
+		return false;
+	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0) {
+		plog_errno(LOG_ERR, vol->name, errno, "cannot flush the backing after the "
+			   "daemon's crash: taking it as a power loss");
+		return false;
+	}
+	return true;
+}
+
 static int volume_open_meta(struct repl_volume *vol, const char *path,
 			    const struct repl_volume_config *cfg, bool had_data)
 {
@@ -170,11 +198,25 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		return r;
 	sb = meta_get(vol->meta);
 	upd = *sb;
+	if (repl__sys->boot_id(upd.boot_id) < 0)
+		memset(upd.boot_id, 0, sizeof(upd.boot_id));
 	if (!(sb->flags & META_F_CLEAN)) {
-		plog(LOG_WARNING, vol->name, "was not shut down cleanly%s",
-		     sb->role == REPL_PRIMARY ? " while Primary" : "");
+		bool kept = host_kept_writes(vol, sb, upd.boot_id);
+
+		plog(LOG_WARNING, vol->name, "was not shut down cleanly%s: %s",
+		     sb->role == REPL_PRIMARY ? " while Primary" : "",
+		     kept ? "only the daemon stopped, the host kept every write" :
+		     "the host restarted since (or it cannot tell): writes it acknowledged "
+		     "and had not flushed may be lost");
 		if (sb->role == REPL_PRIMARY && cfg->n_peers)
 			upd.flags |= META_F_PRIMARY_CRASHED;
+		if (!kept && cfg->n_peers)
+			upd.flags |= META_F_POWER_LOST;
+	} else if ((sb->flags & META_F_PRIMARY_CRASHED) && cfg->n_peers &&
+		   all_zero(sb->boot_id, sizeof(sb->boot_id))) {
+		/* A crash as Primary recorded before boot ids were: it may
+		 * have lost power, as was assumed then. */
+		upd.flags |= META_F_POWER_LOST;
 	}
 	if (upd.flags & META_F_PRIMARY_CRASHED)
 		intent_to_peers(vol, cfg->n_peers);

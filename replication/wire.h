@@ -8,7 +8,7 @@
  *
  *   offset size field
  *      0    4  magic        0x52504c57 ("RPLW")
- *      4    2  version      WIRE_VERSION (5)
+ *      4    2  version      WIRE_VERSION (6)
  *      6    2  type         enum wire_type
  *      8    4  length       payload bytes, within the type's [min, max]
  *     12    4  flags        WIRE_HF_SEALED or 0
@@ -44,7 +44,7 @@
  * 4: VOLUME carries 8 history generations, not 2 (gen.h GEN_HISTORY).
  * 5: a frame in a sealed record has WIRE_HF_SEALED and no payload CRC.
  * A peer of another version is refused at its first frame. */
-#define WIRE_VERSION 5
+#define WIRE_VERSION 6
 /* Header flags. */
 #define WIRE_HF_SEALED 0x1u	/* in a sealed record; payload_crc is 0 */
 #define WIRE_HDR_LEN 32
@@ -150,6 +150,7 @@ struct wire_volume {
 	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
 	uint8_t role;			/* 0 Secondary, 1 Primary */
 	bool crashed_primary;
+	bool lost_power;		/* gen.h */
 	uint8_t peer_disk;		/* sender's view of the receiver's disk */
 	bool has_primary;		/* a Primary is connected to the sender */
 };

@@ -266,7 +266,7 @@ static void enc_volume(const struct wire_msg *m, uint8_t *p)
 	put32(p + 132, v->region_size);
 	p[136] = v->disk;
 	p[137] = v->role;
-	p[138] = (uint8_t)(v->crashed_primary | v->has_primary << 1);
+	p[138] = (uint8_t)(v->crashed_primary | v->has_primary << 1 | v->lost_power << 2);
 	p[139] = v->peer_disk;
 }
 
@@ -407,10 +407,11 @@ static int dec_volume(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	v->region_size = get32(p + 132);
 	v->disk = p[136];
 	v->role = p[137];
-	if (p[138] > 3)
+	if (p[138] > 7)
 		return -EPROTO;
 	v->crashed_primary = p[138] & 1;
-	v->has_primary = p[138] >> 1;
+	v->has_primary = (p[138] >> 1) & 1;
+	v->lost_power = p[138] >> 2;
 	v->peer_disk = p[139];
 	return all_zero(p + 140, 4) ? 0 : -EPROTO;
 }

@@ -17,7 +17,9 @@
  * built without sanitizers (it may be preloaded into an ASan build, with
  * ASAN_OPTIONS=verify_asan_link_order=0) and it is not part of the engine.
  * Without FAULTDISK_DIR, or with no rule and nothing cached, every call
- * goes straight to the next definition (dlsym RTLD_NEXT). */
+ * goes straight to the next definition (dlsym RTLD_NEXT).  With it, the
+ * process reads a boot id of its own (/proc/sys/kernel/random/boot_id): a
+ * kill -9 under the shim plays a power loss, so each start is a new boot. */
 #undef _FORTIFY_SOURCE		/* the fortified inline open/pread clash with ours */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -31,6 +33,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <time.h>
@@ -730,6 +733,33 @@ static int opened(int fd, int flags)
 	return fd;
 }
 
+/* The host's boot id, as this process sees it: a kill -9 loses the cache
+ * as a power loss would, so every start of a process under the shim is a
+ * new boot of its "host" (the engine tells a crash of its daemon alone by
+ * an unchanged boot id, volume.c). */
+#define BOOT_ID_PATH "/proc/sys/kernel/random/boot_id"
+static char boot_id[40];
+
+static int boot_id_fd(void)
+{
+	int fd = memfd_create("faultdisk-boot-id", MFD_CLOEXEC);
+	size_t len = strlen(boot_id);
+
+	if (fd < 0)
+		return -1;
+	if (write(fd, boot_id, len) != (ssize_t)len || lseek(fd, 0, SEEK_SET) != 0) {
+		close(fd);
+		errno = EIO;
+		return -1;
+	}
+	return fd;
+}
+
+static bool is_boot_id(const char *path)
+{
+	return fd_dir && path && !strcmp(path, BOOT_ID_PATH);
+}
+
 /* ---- the interposed functions -------------------------------------------- */
 
 #define OPEN_MODE(flags, mode)                                           \
@@ -748,6 +778,8 @@ int open(const char *path, int flags, ...)
 	mode_t mode;
 
 	OPEN_MODE(flags, mode);
+	if (is_boot_id(path))
+		return boot_id_fd();
 	return opened(REAL(open)(path, flags, mode), flags);
 }
 
@@ -756,6 +788,8 @@ int open64(const char *path, int flags, ...)
 	mode_t mode;
 
 	OPEN_MODE(flags, mode);
+	if (is_boot_id(path))
+		return boot_id_fd();
 	return opened(REAL(open64)(path, flags, mode), flags);
 }
 
@@ -764,6 +798,8 @@ int openat(int dirfd, const char *path, int flags, ...)
 	mode_t mode;
 
 	OPEN_MODE(flags, mode);
+	if (is_boot_id(path))
+		return boot_id_fd();
 	return opened(REAL(openat)(dirfd, path, flags, mode), flags);
 }
 
@@ -772,6 +808,8 @@ int openat64(int dirfd, const char *path, int flags, ...)
 	mode_t mode;
 
 	OPEN_MODE(flags, mode);
+	if (is_boot_id(path))
+		return boot_id_fd();
 	return opened(REAL(openat64)(dirfd, path, flags, mode), flags);
 }
 
@@ -901,8 +939,17 @@ __attribute__((constructor)) static void faultdisk_init(void)
 {
 	const char *d = getenv("FAULTDISK_DIR");
 
+	struct timespec now;
+	unsigned long long x;
+
 	if (d && *d)
 		fd_dir = strdup(d);
+	clock_gettime(CLOCK_REALTIME, &now);
+	x = (unsigned long long)now.tv_sec * 1000000007ull ^ (unsigned long long)now.tv_nsec ^
+	    (unsigned long long)getpid() << 40;
+	snprintf(boot_id, sizeof(boot_id), "%08x-%04x-%04x-%04x-%012llx\n",
+		 (unsigned)(x >> 32), (unsigned)(x >> 16) & 0xffff, (unsigned)x & 0xffff,
+		 (unsigned)getpid() & 0xffff, x & 0xffffffffffffull);
 }
 
 /* An exit without a flush loses the cache, as a power loss would; say so

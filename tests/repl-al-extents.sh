@@ -72,9 +72,9 @@ start_node a
 wait_status a 15 'v["role"] == "Secondary" and p["b"]["link"] == "Connected"' ||
 	fail "a did not come back connected"
 before=$(grep -c . "$(daemon_log a)")
-# a crashed as Primary: it refuses to be promoted while b, which may hold
-# writes a lost with its power, is not Outdated; only the daemon was
-# killed here (its page cache lives on), so say so with --force.
+# a crashed as Primary and b, connected and UpToDate, did not: a refuses
+# to be promoted in b's place unless told so with --force (then it
+# resyncs its activity log to b, which is what is tested here).
 promote a --force
 wait_status a 60 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0 and p["b"]["peer_disk"] == "UpToDate"' ||
 	fail "the resync to b did not finish"

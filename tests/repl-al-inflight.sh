@@ -79,9 +79,9 @@ start_node a
 start_node b
 wait_status a 30 'v["role"] == "Secondary" and p["b"]["link"] == "Connected"' ||
 	fail "a did not come back connected"
-# a crashed as Primary: it refuses to be promoted while b, which may hold
-# writes a lost with its power, is not Outdated; only the daemon was
-# killed here (its page cache lives on), so say so with --force.
+# a crashed as Primary and b, connected and UpToDate, did not: a refuses
+# to be promoted in b's place unless told so with --force (then it
+# resyncs its activity log to b, which is what is tested here).
 promote a --force
 wait_status a 60 "$IN_SYNC" || fail "a and b did not get in sync"
 stop_node b

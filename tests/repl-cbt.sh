@@ -114,9 +114,9 @@ qio_batch "$uria" "write -P 0x33 $((20 * M)) $((64 * K))
 flush" || fail "qemu-io writes (2)"
 kill_node a
 start_node a
-# a crashed as Primary: it refuses to be promoted while b, which may hold
-# writes a lost with its power, is not Outdated; only the daemon was
-# killed here (its page cache lives on), so say so with --force.
+# a crashed as Primary and b, connected and UpToDate, did not: a refuses
+# to be promoted in b's place unless told so with --force (then it
+# resyncs its activity log to b, which is what is tested here).
 promote a --force
 wait_status a 30 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0' ||
 	fail "a did not reconnect after its crash"

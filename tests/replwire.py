@@ -35,7 +35,7 @@ then:
               later confirms the notice (echoing its token) and prints
               "confirmed": ok if the link is still up then
 
-Speaks wire version 5 (the names only inside AUTH, 8 history generations
+Speaks wire version 6 (the names only inside AUTH, 8 history generations
 in VOLUME).
 
 Prints one line per scenario: "ok NAME: how the daemon ended the
@@ -55,7 +55,7 @@ import sys
 import time
 
 WIRE_MAGIC = 0x52504C57
-WIRE_VERSION = 5
+WIRE_VERSION = 6
 HELLO = 1
 WRITE = 6
 HDR_LEN = 32

@@ -65,8 +65,12 @@ static void pend_clear(struct vfile *f)
 	f->pend_tail = &f->pend;
 }
 
+/* Every power loss boots the node again (its boot id changes). */
+static unsigned boots[SIM_NODES];
+
 void sim_disk_reset(void)
 {
+	memset(boots, 0, sizeof(boots));
 	while (files) {
 		struct vfile *f = files;
 		files = f->next;
@@ -176,8 +180,20 @@ static int write_at(struct vfile *f, const void *buf, uint64_t len, uint64_t off
 	return 0;
 }
 
+static int d_boot_id(uint8_t id[16])
+{
+	if (sim_cur < 0)
+		return -EINVAL;
+	memset(id, 0, 16);
+	id[0] = 's';
+	id[1] = (uint8_t)('0' + sim_cur);
+	memcpy(id + 4, &boots[sim_cur], sizeof(boots[0]));
+	return 0;
+}
+
 void sim_disk_power_loss(int node, int mode)
 {
+	boots[node]++;
 	for (struct vfile *f = files; f; f = f->next) {
 		if (f->node != node || f->dir)
 			continue;
@@ -456,6 +472,7 @@ static int d_mkostemp(char *tmpl, int flags)
 static const struct repl_sys_ops sim_ops = {
 	.now_ns = sim_now_ns,
 	.random = sim_random,
+	.boot_id = d_boot_id,
 	.listen = simnet_listen,
 	.connect = simnet_connect,
 	.connect_error = simnet_connect_error,

@@ -17,11 +17,15 @@
 /* Generation ids used in the tables. */
 enum { A = 0xa1, B = 0xb2, C = 0xc3, D = 0xd4 };
 
-/* S(node_id, current, bitmap, history0, history1, disk, primary, crashed) */
+/* S(node_id, current, bitmap, history0, history1, disk, primary, crash):
+ * crash is CP (crashed as Primary, its host kept its writes), LP (lost
+ * power, as a Secondary) or CL (both: crashed as Primary and lost power). */
+enum { CP = 1, LP = 2, CL = 3 };
 #define S(id, c, b, h0, h1, disk, pri, crash) { \
 	.current = (c), .bitmap = (b), .history = { (h0), (h1) }, \
 	.disk_state = GEN_DISK_##disk, .primary = (pri), \
-	.crashed_primary = (crash), .node_id = (id) }
+	.crashed_primary = ((crash) & CP) != 0, .lost_power = ((crash) & LP) != 0, \
+	.node_id = (id) }
 #define L(...) S(1, __VA_ARGS__)
 #define P(...) S(2, __VA_ARGS__)
 
@@ -46,7 +50,22 @@ static const struct row rows[] = {
 	  GEN_TARGET_FULL, GEN_R_BLANK },
 	{ "peer blank", L(A, B, C, 0, UPTODATE, 0, 0), P(0, 0, 0, 0, INCONSISTENT, 0, 0),
 	  GEN_SOURCE_FULL, GEN_R_BLANK },
+	/* 14, 14' */
+	{ "local lost power", L(A, 0, 0, 0, UPTODATE, 0, LP), P(A, 0, 0, 0, UPTODATE, 0, 0),
+	  GEN_TARGET_FULL, GEN_R_LOST_POWER },
+	{ "peer lost power, local Primary", L(A, 0, 0, 0, UPTODATE, 1, 0),
+	  P(A, 0, 0, 0, UPTODATE, 0, LP), GEN_SOURCE_FULL, GEN_R_LOST_POWER },
+	{ "crashed primary lost power, peer did not", L(A, 0, 0, 0, CONSISTENT, 0, CL),
+	  P(A, 0, 0, 0, UPTODATE, 0, 0), GEN_TARGET_FULL, GEN_R_LOST_POWER },
+	{ "lost power, peer crashed primary kept its writes", L(A, 0, 0, 0, UPTODATE, 0, LP),
+	  P(A, 0, 0, 0, CONSISTENT, 0, CP), GEN_TARGET_FULL, GEN_R_LOST_POWER },
+	{ "both crashed primary, only local lost power", S(1, A, 0, 0, 0, CONSISTENT, 0, CL),
+	  S(2, A, 0, 0, 0, CONSISTENT, 0, CP), GEN_TARGET_FULL, GEN_R_LOST_POWER },
 	/* 4 */
+	{ "both lost power", L(A, 0, 0, 0, UPTODATE, 0, LP), P(A, 0, 0, 0, UPTODATE, 0, LP),
+	  GEN_NO_SYNC, GEN_R_SAME },
+	{ "lost power, Primary again", L(A, 0, 0, 0, UPTODATE, 1, LP),
+	  P(A, 0, 0, 0, UPTODATE, 0, 0), GEN_NO_SYNC, GEN_R_SAME },
 	{ "same current", L(A, 0, B, 0, UPTODATE, 0, 0), P(A, 0, B, 0, UPTODATE, 0, 0),
 	  GEN_NO_SYNC, GEN_R_SAME },
 	{ "same current, one Primary", L(A, 0, 0, 0, UPTODATE, 1, 0), P(A, 0, 0, 0, UPTODATE, 0, 0),
@@ -54,13 +73,17 @@ static const struct row rows[] = {
 	{ "same current, outdated peer", L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0),
 	  GEN_NO_SYNC, GEN_R_SAME },
 	/* 5, 5' */
-	{ "local crashed primary", L(A, 0, 0, 0, CONSISTENT, 0, 1), P(A, 0, 0, 0, UPTODATE, 0, 0),
-	  GEN_TARGET_BITMAP, GEN_R_CRASHED },
-	{ "peer crashed primary", L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, CONSISTENT, 0, 1),
-	  GEN_SOURCE_BITMAP, GEN_R_CRASHED },
-	{ "crashed primary, peer promoted", L(A, 0, 0, 0, UPTODATE, 0, 1), P(A, 0, 0, 0, UPTODATE, 1, 0),
+	{ "local crashed primary, both lost power", L(A, 0, 0, 0, CONSISTENT, 0, CL),
+	  P(A, 0, 0, 0, UPTODATE, 0, LP), GEN_TARGET_BITMAP, GEN_R_CRASHED },
+	{ "peer crashed primary, both lost power", L(A, 0, 0, 0, UPTODATE, 0, LP),
+	  P(A, 0, 0, 0, CONSISTENT, 0, CL), GEN_SOURCE_BITMAP, GEN_R_CRASHED },
+	{ "crashed primary, peer promoted", L(A, 0, 0, 0, UPTODATE, 0, CP), P(A, 0, 0, 0, UPTODATE, 1, 0),
 	  GEN_TARGET_BITMAP, GEN_R_CRASHED },
 	/* 5a, 5a' */
+	{ "crashed primary kept its writes", L(A, 0, 0, 0, CONSISTENT, 0, CP),
+	  P(A, 0, 0, 0, UPTODATE, 0, 0), GEN_SOURCE_BITMAP, GEN_R_CRASHED },
+	{ "peer crashed primary kept its writes", L(A, 0, 0, 0, UPTODATE, 0, 0),
+	  P(A, 0, 0, 0, UPTODATE, 0, CP), GEN_TARGET_BITMAP, GEN_R_CRASHED },
 	{ "crashed primary promoted again", L(A, 0, 0, 0, UPTODATE, 1, 1), P(A, 0, 0, 0, OUTDATED, 0, 0),
 	  GEN_SOURCE_BITMAP, GEN_R_CRASHED },
 	{ "peer crashed, promoted again", L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, UPTODATE, 1, 1),
@@ -129,6 +152,19 @@ static const struct row rows[] = {
 	  P(C, 0, A, 0, UPTODATE, 0, 0), GEN_REFUSE, GEN_R_TARGET_PRIMARY },
 	{ "Inconsistent Primary may be target", L(A, 0, 0, 0, INCONSISTENT, 1, 0),
 	  P(B, A, 0, 0, UPTODATE, 0, 0), GEN_TARGET_BITMAP, GEN_R_BITMAP },
+	/* 23 */
+	{ "unrelated, local Outdated, peer Primary", L(B, A, 0, 0, OUTDATED, 0, 0),
+	  P(C, D, 0, 0, UPTODATE, 1, 0), GEN_TARGET_FULL, GEN_R_OUTDATED_DIVERGED },
+	{ "unrelated, peer Outdated, local Primary", L(C, D, 0, 0, UPTODATE, 1, 0),
+	  P(B, A, 0, 0, OUTDATED, 0, 0), GEN_SOURCE_FULL, GEN_R_OUTDATED_DIVERGED },
+	{ "unrelated, Outdated and an UpToDate Secondary", L(B, A, 0, 0, OUTDATED, 0, 0),
+	  P(C, D, 0, 0, UPTODATE, 0, 0), GEN_UNRELATED, GEN_R_UNRELATED },
+	{ "split brain, local Outdated, peer Primary", L(B, A, 0, 0, OUTDATED, 0, 0),
+	  P(C, A, 0, 0, UPTODATE, 1, 0), GEN_TARGET_FULL, GEN_R_OUTDATED_DIVERGED },
+	{ "split brain, Outdated and an UpToDate Secondary", L(B, A, 0, 0, OUTDATED, 0, 0),
+	  P(C, A, 0, 0, UPTODATE, 0, 0), GEN_SPLIT_BRAIN, GEN_R_SB_BITMAP },
+	{ "split brain, both UpToDate, peer Primary", L(B, A, 0, 0, UPTODATE, 0, 0),
+	  P(C, A, 0, 0, UPTODATE, 1, 0), GEN_SPLIT_BRAIN, GEN_R_SB_BITMAP },
 };
 
 static void check_pair(const char *name, const struct gen_side *l, const struct gen_side *p,
@@ -159,9 +195,9 @@ static void test_sweep(void)
 {
 	static const uint8_t disks[] = { GEN_DISK_DISKLESS, GEN_DISK_INCONSISTENT,
 					 GEN_DISK_OUTDATED, GEN_DISK_UPTODATE };
-	enum { NG = 3, NSIDE = NG * NG * NG * NG * 4 * 2 * 2 };
+	enum { NG = 3, NSIDE = NG * NG * NG * NG * 4 * 2 * 4 };
 	static struct gen_side sides[NSIDE];
-	unsigned n = 0, bad_mirror = 0, bad_source = 0, bad_target = 0;
+	unsigned n = 0, bad_mirror = 0, bad_source = 0, bad_target = 0, bad_power = 0;
 	unsigned seen[GEN_REFUSE + 1] = { 0 };
 
 	for (unsigned c = 0; c < NG; c++)
@@ -170,10 +206,11 @@ static void test_sweep(void)
 	for (unsigned h1 = 0; h1 < NG; h1++)
 	for (unsigned d = 0; d < 4; d++)
 	for (unsigned pri = 0; pri < 2; pri++)
-	for (unsigned cr = 0; cr < 2; cr++)
+	for (unsigned cr = 0; cr < 4; cr++)
 		sides[n++] = (struct gen_side){
 			.current = c, .bitmap = b, .history = { h0, h1 },
-			.disk_state = disks[d], .primary = pri, .crashed_primary = cr,
+			.disk_state = disks[d], .primary = pri, .crashed_primary = cr & 1,
+			.lost_power = cr >> 1,
 		};
 
 	for (unsigned i = 0; i < NSIDE; i++) {
@@ -202,6 +239,14 @@ static void test_sweep(void)
 				bad_source++;
 			if (tgt && tgt->primary && gen_disk_consistent(tgt->disk_state))
 				bad_target++;
+			/* Same data but for what a power loss took: the side
+			 * that kept its writes is never overwritten by one
+			 * that may lack some (a Primary is the reference;
+			 * an Inconsistent side holds nothing to keep). */
+			if (src && l.current && l.current == p.current && src->lost_power &&
+			    !src->primary && !tgt->lost_power &&
+			    gen_disk_consistent(tgt->disk_state))
+				bad_power++;
 		}
 	}
 	CHECK(n == NSIDE);
@@ -210,6 +255,8 @@ static void test_sweep(void)
 	CHECK_MSG(bad_mirror == 0, "%u pairs not mirrored", bad_mirror);
 	CHECK_MSG(bad_source == 0, "%u syncs from a non-consistent source", bad_source);
 	CHECK_MSG(bad_target == 0, "%u syncs into a consistent Primary", bad_target);
+	CHECK_MSG(bad_power == 0, "%u syncs from a replica that lost power into one that did not",
+		  bad_power);
 }
 
 /* ---- transitions, as whole scenarios ------------------------------------ */
@@ -317,13 +364,16 @@ static void test_scenarios(void)
 	a.crashed_primary = true;	/* set by a at restart */
 	a.primary = false;
 	a.disk_state = GEN_DISK_CONSISTENT;
-	/* It may have lost unflushed writes that b holds: b is the source
-	 * even if b stayed Secondary (power loss, rule 5). */
-	CHECK(decide(&a, &b) == GEN_TARGET_BITMAP);
+	/* Only its daemon died: it holds every write, and more (rule 5a). */
+	CHECK(decide(&a, &b) == GEN_SOURCE_BITMAP);
+	/* Its host lost power: it may have lost unflushed writes that b
+	 * holds, so b is the source even if b stayed Secondary (rule 14). */
+	a.lost_power = true;
+	CHECK(decide(&a, &b) == GEN_TARGET_FULL);
 	CHECK(gen_on_promote_disconnected(&b, fresh()) == 0);
 	CHECK(decide(&a, &b) == GEN_TARGET_BITMAP);
 	resync(&b, &a);
-	CHECK(!a.crashed_primary);
+	CHECK(!a.crashed_primary && !a.lost_power);
 
 	/* Primary loses its peer during a resync it is source of. */
 	fresh_pair(&a, &b);

@@ -56,7 +56,8 @@ static size_t samples(struct wire_msg *out)
 		.history = { 3, 0xfedcba9876543210ull, 5, 6, 7, 8, 9, 0x0102030405060708ull },
 		.dirty = 12345, .node_id = 7,
 		.region_size = 1u << 20, .disk = GEN_DISK_UPTODATE, .role = 1,
-		.crashed_primary = true, .peer_disk = GEN_DISK_UNKNOWN, .has_primary = true,
+		.crashed_primary = true, .lost_power = true, .peer_disk = GEN_DISK_UNKNOWN,
+		.has_primary = true,
 	};
 	strcpy(m.u.volume.name, "vol0");
 	out[n++] = m;
@@ -162,6 +163,7 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       x->dirty == y->dirty && x->node_id == y->node_id &&
 		       x->region_size == y->region_size && x->disk == y->disk &&
 		       x->role == y->role && x->crashed_primary == y->crashed_primary &&
+		       x->lost_power == y->lost_power &&
 		       x->peer_disk == y->peer_disk && x->has_primary == y->has_primary;
 	}
 	case WIRE_WRITE:
@@ -541,7 +543,7 @@ static void test_rejects(void)
 	reject("version 2 (names in HELLO)", &ping, 5, 2, -EPROTONOSUPPORT);
 	reject("version 3 (2 history generations in VOLUME)", &ping, 5, 3, -EPROTONOSUPPORT);
 	reject("version 4 (a payload CRC in sealed frames)", &ping, 5, 4, -EPROTONOSUPPORT);
-	reject("version 6", &ping, 5, 6, -EPROTONOSUPPORT);
+	reject("version 7", &ping, 5, 7, -EPROTONOSUPPORT);
 	reject("type 0", &ping, 7, 0, -EPROTO);
 	reject("type past the end", &ping, 7, WIRE_TYPE_COUNT, -EPROTO);
 	reject("type high byte", &ping, 6, 1, -EPROTO);
@@ -587,7 +589,7 @@ static void test_rejects(void)
 	reject("volume region 3", &vol, H + 135, 3, -EPROTO);
 	reject("volume disk unknown", &vol, H + 136, GEN_DISK_UNKNOWN, -EPROTO);
 	reject("volume role 2", &vol, H + 137, 2, -EPROTO);
-	reject("volume flags 4", &vol, H + 138, 4, -EPROTO);
+	reject("volume flags 8", &vol, H + 138, 8, -EPROTO);
 	reject("volume peer disk 6", &vol, H + 139, 6, -EPROTO);
 	reject("volume reserved", &vol, H + 143, 1, -EPROTO);
 	reject("write flags", &wr, H + 15, 2, -EPROTO);
