@@ -183,6 +183,11 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 			 "their ranges resync", damaged);
 		cli_append(line, sizeof(line), part);
 	}
+	if (json_get_bool(v, "power_lost"))
+		cli_append(line, sizeof(line), "  lost power: may lack writes it acknowledged "
+			   "until a resync");
+	else if (json_get_bool(v, "crashed_primary"))
+		cli_append(line, sizeof(line), "  crashed as Primary: its activity log resyncs");
 	put_line(line);
 	if (meta && *meta) {
 		snprintf(line, sizeof(line), "  writes fail: %s", cli_clean(meta, text, sizeof(text)));

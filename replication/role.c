@@ -105,6 +105,8 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 		st->after_sb[i] = sb_policy_name((enum sb_policy)vol->after_sb[i]);
 	repl__resize_status(vol, st);
 	st->bitmap_damaged_pages = meta_bad_pages(vol->meta);
+	st->crashed_primary = meta_get(vol->meta)->flags & META_F_PRIMARY_CRASHED;
+	st->power_lost = meta_get(vol->meta)->flags & META_F_POWER_LOST;
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))

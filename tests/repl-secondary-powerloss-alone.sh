@@ -11,6 +11,7 @@
 #  - a comes back: its boot id is unchanged, so it knows it lost nothing,
 #    and is promoted without --force (it used to ask for --force after any
 #    crash as Primary); b resyncs from it, fully, and both hold the writes.
+# Status shows "power_lost" on b until its resync, never on a.
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -41,15 +42,19 @@ fi
 log "b refused: $out"
 grep -q "a holds" <<<"$out" || fail "b's refusal does not name a: $out"
 wait_log b 1 "host restarted since" || fail "b's log does not say that it lost power"
+wait_status b 5 'v.get("power_lost") is True' || fail "b's status does not say that it lost power"
 
 start_node a
 wait_status a 30 'v["role"] == "Secondary"' || fail "a did not come back"
 promote a
 wait_log a 1 "only the daemon stopped" || fail "a's log does not say that only its daemon crashed"
+wait_status a 5 'v.get("power_lost") is None' || fail "a's status says that it lost power"
 qio_batch "${NODE_NBD_URI[a]}" "read -P 0x62 1M 4M" ||
 	fail "a lost writes it acknowledged (only its daemon crashed)"
 wait_status a 60 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0 and p["b"]["peer_disk"] == "UpToDate"' ||
 	fail "b did not get in sync with a"
+wait_status b 10 'v["disk"] == "UpToDate" and v.get("power_lost") is None' ||
+	fail "b is still marked as having lost power after its resync"
 stop_node b
 stop_node a
 cmp_backings a b || fail "a and b differ after the recovery"
