@@ -8,7 +8,8 @@
  * cuts, partitions, message delay, crashes with power loss and restarts,
  * disk EIO, slow disks; the cluster manager promotes a survivor); then
  * every fault healed and the run must settle: one Primary, every replica
- * in sync, every request answered, replicas byte-identical (oracle.c).
+ * in sync, every request answered, replicas byte-identical (oracle.c),
+ * and an online verify on the Primary ends and finds them equal.
  * Exit status: 0 all runs passed, 1 an invariant was violated, 3 only
  * liveness (did not settle) failed. */
 #include "config.h"
@@ -140,6 +141,37 @@ static void fault_ev(void *a, uint64_t b)
 	}
 }
 
+/* After the run settled and the replicas were found byte-identical: an
+ * online verify on the Primary must end within a bounded time and find
+ * no region that differs on any peer (each peer's count too). */
+static void final_verify(void)
+{
+	struct repl_volume_status st;
+	char why[200] = "";
+	int p = cm_primary, r, cur = sim_cur;
+	uint64_t deadline = sim_now + 60000 * SIM_MS;
+
+	sim_cur = p;
+	r = repl_volume_verify(nodes[p].vol, false, why, sizeof(why));
+	sim_cur = cur;
+	if (r < 0)
+		fail("verify", "n%d cannot start an online verify once settled: %s", p, why);
+	do
+		repl_volume_status(nodes[p].vol, &st);
+	while (st.verify_running && sim_step() && sim_now < deadline);
+	repl_volume_status(nodes[p].vol, &st);
+	if (st.verify_running || st.verify_done != st.verify_total)
+		fail("verify", "the online verify on n%d did not end within 60 s (%" PRIu64
+		     " of %" PRIu64 " regions)", p, st.verify_done, st.verify_total);
+	for (unsigned k = 0; k < st.n_peers; k++)
+		if (st.peers[k].verify_differing)
+			fail("verify", "the online verify on n%d says %" PRIu64 " region(s) differ "
+			     "on %s (the first at byte %" PRIu64 "), but the replicas are "
+			     "byte-identical", p, st.peers[k].verify_differing,
+			     st.peers[k].node, st.verify_n_listed ? st.verify_listed[0] : 0);
+	trace("run: the online verify found every region equal");
+}
+
 /* Is the cluster settled: one Primary, every replica in sync with it, no
  * request waiting? */
 static bool settled(const char **why)
@@ -263,6 +295,7 @@ static int run(uint64_t seed)
 		fail("liveness", "not settled 300 s after every fault healed: %s", why);
 	}
 	oracle_final();
+	final_verify();
 	if (!sweeping)
 		printf("seed %" PRIu64 ": ok (%u replicas, %u requests, %u acknowledged, %u failed, "
 	       "%u faults, %u failovers, %.1f s simulated)\n", seed, n_replicas, stat_ops,
