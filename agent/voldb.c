@@ -229,40 +229,6 @@ int voldef_format(const struct voldef *v, char *buf, size_t cap)
 	return (size_t)n < cap ? n : -ENOBUFS;
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
-/* 8-4-4-4-12 hex digits. */
-static int parse_uuid(const char *s, uint8_t out[CLMSG_UUID_LEN])
-{
-	size_t k = 0;
-
-	if (strlen(s) != 36)
-		return -EINVAL;
-	for (size_t i = 0; i < 36; i++) {
-		int hi, lo;
-		if (i == 8 || i == 13 || i == 18 || i == 23) {
-			if (s[i] != '-')
-				return -EINVAL;
-			continue;
-		}
-		hi = hexval(s[i]);
-		lo = hexval(s[++i]);
-		if (hi < 0 || lo < 0)
-			return -EINVAL;
-		out[k++] = (uint8_t)(hi << 4 | lo);
-	}
-	return 0;
-}
-
 static int parse_nodes(char *s, struct voldef *v)
 {
 	char *save = NULL;

@@ -33,6 +33,46 @@ int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 	return 0;
 }
 
+static int hexval(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	if (c >= 'A' && c <= 'F')
+		return c - 'A' + 10;
+	return -1;
+}
+
+int parse_uuid(const char *s, uint8_t out[16])
+{
+	size_t k = 0;
+
+	if (strlen(s) != 36)
+		return -EINVAL;
+	for (size_t i = 0; i < 36; i++) {
+		int hi, lo;
+		if (i == 8 || i == 13 || i == 18 || i == 23) {
+			if (s[i] != '-')
+				return -EINVAL;
+			continue;
+		}
+		hi = hexval(s[i]);
+		lo = hexval(s[++i]);
+		if (hi < 0 || lo < 0)
+			return -EINVAL;
+		out[k++] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}
+
+bool all_zero(const void *buf, size_t len)
+{
+	const uint8_t *b = buf;
+
+	return len == 0 || (b[0] == 0 && memcmp(b, b + 1, len - 1) == 0);
+}
+
 int parse_size(const char *s, uint64_t *out)
 {
 	char *end;

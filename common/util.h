@@ -5,6 +5,7 @@
 #define REPL_COMMON_UTIL_H
 
 #include <endian.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -22,6 +23,11 @@
 int parse_size(const char *s, uint64_t *out);
 /* Decimal unsigned integer in [min, max]; 0 or -EINVAL / -ERANGE. */
 int parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+/* A UUID as text, "8-4-4-4-12" hex digits (either case), exactly 36
+ * characters, into 16 bytes: 0 or -EINVAL. */
+int parse_uuid(const char *s, uint8_t out[16]);
+/* Are all len bytes zero (true for len 0)? */
+bool all_zero(const void *buf, size_t len);
 /* Formats bytes for humans ("1.5 GiB"); returns buf. */
 const char *format_size(uint64_t bytes, char *buf, size_t len);
 

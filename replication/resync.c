@@ -149,13 +149,6 @@ static void rs_unlink(struct resync *rs, struct rs_req *q)
 		}
 }
 
-static bool all_zero(const void *buf, size_t len)
-{
-	const uint8_t *b = buf;
-
-	return len == 0 || (b[0] == 0 && memcmp(b, b + 1, len - 1) == 0);
-}
-
 static void rs_read_done(struct repl_io *io)
 {
 	struct rs_req *q = (struct rs_req *)io;

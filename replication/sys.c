@@ -24,20 +24,10 @@ static int posix_random(void *buf, size_t len)
 	return random_bytes(buf, len);
 }
 
-static int hex_digit(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
-/* "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx\n" -> 16 bytes. */
+/* A UUID and a newline -> 16 bytes. */
 static int posix_boot_id(uint8_t id[16])
 {
 	char text[64];
-	unsigned n = 0;
 	ssize_t len;
 	int fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY | O_CLOEXEC);
 
@@ -47,17 +37,9 @@ static int posix_boot_id(uint8_t id[16])
 	close(fd);
 	if (len < 0)
 		return -EIO;
-	for (ssize_t i = 0; i < len && n < 32; i++) {
-		int v = hex_digit(text[i]);
-
-		if (v < 0 && text[i] != '-')
-			break;
-		if (v < 0)
-			continue;
-		id[n / 2] = (uint8_t)(n % 2 ? id[n / 2] | v : v << 4);
-		n++;
-	}
-	return n == 32 ? 0 : -EPROTO;
+	text[len] = '\0';
+	text[strcspn(text, "\n")] = '\0';
+	return parse_uuid(text, id) < 0 ? -EPROTO : 0;
 }
 
 static int posix_listen(const char *host, const char *port)

@@ -144,14 +144,6 @@ static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...
 	va_end(ap);
 }
 
-static bool all_zero(const uint8_t *p, size_t len)
-{
-	for (size_t i = 0; i < len; i++)
-		if (p[i])
-			return false;
-	return true;
-}
-
 /* After an unclean stop: is this the same boot of the host as the one
  * that last opened the replica?  Then only the daemon died, and the page
  * cache holds every write it made: flushed now, they are as durable as if

@@ -39,16 +39,9 @@
 #include <string.h>
 
 #include "gen.h"
+#include "util.h"
 #include "wire.h"
 #include "wire_int.h"
-
-static bool all_zero(const uint8_t *p, size_t len)
-{
-	while (len--)
-		if (*p++)
-			return false;
-	return true;
-}
 
 /* ---- names ------------------------------------------------------------ */
 
