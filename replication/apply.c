@@ -36,6 +36,7 @@ struct apply {
 	struct sapply *running;
 	struct sapply *wait_head, *wait_tail;
 	void (*observer)(struct repl_volume *vol);	/* NULL: nobody listens */
+	uint64_t failures;		/* applies that failed here, ever */
 };
 
 int repl__apply_open(struct repl_volume *vol)
@@ -173,8 +174,10 @@ static void apply_done(struct repl_io *io)
 	if (io->result < 0)
 		plog_errno(LOG_ERR, vol->name, -io->result, "applying a write from %s",
 			   a->p->node);
-	if (io->result < 0)
+	if (io->result < 0) {
+		vol->apply->failures++;
 		disk_failed(vol);
+	}
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);
 	repl__buf_put(a->mem);
@@ -213,6 +216,11 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 		return;
 	}
 	apply_submit(vol, a);
+}
+
+uint64_t repl__apply_failures(const struct repl_volume *vol)
+{
+	return vol->apply->failures;
 }
 
 bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len)

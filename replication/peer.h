@@ -87,6 +87,9 @@ struct peer {
 	uint64_t resync_sent_bytes;
 	/* as a target: bytes received by the running resync, since when */
 	uint64_t rs_recv_bytes, rs_recv_started_ms;
+	/* as a target: repl__apply_failures() when we last told the source
+	 * where we stand (the resync's start, each FLUSH_ACK of it) */
+	uint64_t rs_fail_mark;
 	/* regions it acknowledged and may not have flushed (peer_unflushed.c) */
 	struct peer_unflushed *unfl;
 };
@@ -328,6 +331,10 @@ bool repl__apply_overlaps(const struct repl_volume *vol, const struct repl_io *i
 bool repl__apply_overlaps_range(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Our own write ended: data that waits for it may go (apply.c). */
 void repl__apply_unblock(struct repl_volume *vol);
+/* How many of the Primary's writes (and flushes) failed here, ever: a
+ * count that only grows, so that resync.c can tell whether one failed
+ * after a point (apply.c). */
+uint64_t repl__apply_failures(const struct repl_volume *vol);
 /* apply.c's state (vol->apply), from volume.c; and who is told when an
  * apply ends (replicate.c: a write of its own may wait behind it). */
 int repl__apply_open(struct repl_volume *vol);

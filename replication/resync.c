@@ -476,6 +476,7 @@ void repl__rs_start_target(struct peer *p)
 	p->link = REPL_LINK_SYNC_TARGET;
 	p->rs_recv_bytes = 0;
 	p->rs_recv_started_ms = now_mono_ms();
+	p->rs_fail_mark = repl__apply_failures(vol);
 	plog(LOG_NOTICE, vol->name, "resync from %s started", p->node);
 }
 
@@ -520,6 +521,9 @@ static void rs_sync_done(struct repl_io *io)
 	if (y->seq && same) {
 		m.u.ack = (struct wire_ack){ y->seq,
 			io->result < 0 ? (uint32_t)MIN(-io->result, 4095) : 0 };
+		/* Every failed write acknowledged so far went out before this
+		 * FLUSH_ACK: the source knows of them when it reads it. */
+		p->rs_fail_mark = repl__apply_failures(p->vol);
 		repl__peer_send_msg(p, &m);
 	} else if (!y->seq) {
 		rs_uptodate(p, same, io->result);
@@ -589,11 +593,25 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 /* Our flush after the resync is done: the data is on our disk, and unless
  * the link went (the source may have written, and outdated us, since) or
  * something else changed our state meanwhile, we are UpToDate.  Else we
- * stay Inconsistent: the next handshake gives a full resync. */
+ * stay Inconsistent: the next handshake gives a full resync.
+ * A write of the source's that failed here after our last FLUSH_ACK (or,
+ * with none, after the start) may be one the source did not know of when
+ * it said we were done: our disk lacks it, so we stay Inconsistent, say
+ * so, and the source, told by the failed acknowledgement, resyncs the
+ * range again (sim seed 324: a guest write failed here between the
+ * source's end of the resync and our flush, and we said UpToDate without
+ * a write the Primary had acknowledged). */
 static void rs_uptodate(struct peer *p, bool same, int result)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
+
+	if (same && result == 0 && repl__apply_failures(vol) != p->rs_fail_mark) {
+		plog(LOG_WARNING, vol->name, "the resync from %s is not complete here (a "
+		     "write failed here since): staying Inconsistent", p->node);
+		repl__peers_tell_state(vol);
+		return;
+	}
 
 	if (result < 0 || !same || p->link != REPL_LINK_CONNECTED ||
 	    vol->role == REPL_PRIMARY || sb.disk_state != META_INCONSISTENT) {

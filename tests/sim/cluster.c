@@ -445,6 +445,7 @@ static void cm_periodic(void *a, uint64_t b)
 {
 	cm_tick(a, b);
 	cm_daemon_restarts();
+	oracle_check_status();
 	sim_at(sim_now + 200 * SIM_MS, -1, cm_periodic, NULL, 0);
 }
 

@@ -11,7 +11,9 @@
  * acknowledging Primary and the peers it reported in sync then).  A read
  * may see the floor or a later version of every sector, nothing older.
  * Also: each request is answered once; two Primaries never acknowledge
- * writes in one generation; and at the end, after every fault healed,
+ * writes in one generation; a replica whose status says UpToDate, that the
+ * cluster may promote, holds every write that must survive (checked every
+ * 200 ms, oracle_check_status); and at the end, after every fault healed,
  * the replicas are byte-identical and every request was answered. */
 #include "config.h"
 
@@ -140,7 +142,7 @@ static void fill(uint8_t *p, uint64_t id, unsigned b)
 
 /* Checks what a read of block b returned (sector by sector) against what
  * may be there. */
-static void check_block(unsigned b, const uint8_t *p, const char *what)
+static void check_block_as(const char *kind, unsigned b, const uint8_t *p, const char *what)
 {
 	unsigned fl = floor_of(b);
 
@@ -164,7 +166,7 @@ static void check_block(unsigned b, const uint8_t *p, const char *what)
 			ok = blks[b].v[i].id == id;
 		if (!ok) {
 			const struct ver *f = &blks[b].v[fl];
-			fail("lost-write", "%s: block %u sector %u holds version %" PRIu64
+			fail(kind, "%s: block %u sector %u holds version %" PRIu64
 			     " but version %" PRIu64 " (%s%s, acknowledged by n%d) must be there "
 			     "or newer", what, b, s, id, f->id,
 			     f->op ? op_names[f->op->type] : "initial",
@@ -172,6 +174,11 @@ static void check_block(unsigned b, const uint8_t *p, const char *what)
 			     f->op ? f->op->node : -1);
 		}
 	}
+}
+
+static void check_block(unsigned b, const uint8_t *p, const char *what)
+{
+	check_block_as("lost-write", b, p, what);
 }
 
 static void check_gen(int node)
@@ -400,6 +407,33 @@ void oracle_promoted(int node)
 	for (unsigned b = 0; b < NBLK; b++)
 		if (!blks[b].busy)
 			check_block(b, d + (size_t)b * BLOCK, "the data of a replica promoted");
+}
+
+/* What status says of each replica agrees with what it holds: one that
+ * says UpToDate, without power_lost, and that the cluster has not
+ * recorded Outdated (one the cluster manager may promote) holds every
+ * write that must survive, on every block no request is writing. */
+void oracle_check_status(void)
+{
+	for (int i = 0; i < (int)n_replicas; i++) {
+		struct repl_volume_status st;
+		const uint8_t *d;
+		uint64_t size;
+		char what[96];
+
+		if (!nodes[i].alive)
+			continue;
+		repl_volume_status(nodes[i].vol, &st);
+		if (strcmp(st.disk, "UpToDate") || st.power_lost || cm_outdated_node(i))
+			continue;
+		d = sim_disk_view(i, "/d/v.img", &size);
+		if (!d || size < VOL_SIZE)
+			fail("status", "n%d says UpToDate without a backing of the volume's size", i);
+		snprintf(what, sizeof(what), "n%d (%s, status UpToDate)", i, st.role);
+		for (unsigned b = 0; b < NBLK; b++)
+			if (!blks[b].busy)
+				check_block_as("status", b, d + (size_t)b * BLOCK, what);
+	}
 }
 
 /* After every fault healed and the cluster settled: every request was

@@ -44,6 +44,7 @@ void workload_start(void);
 void workload_stop(void);
 unsigned workload_pending(void);
 void oracle_final(void);
+void oracle_check_status(void);
 extern unsigned stat_ops, stat_acked, stat_failed;
 
 #endif
