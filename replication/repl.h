@@ -226,7 +226,7 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t whylen);
 int repl_volume_can_promote(const struct repl_volume *vol, char *why, size_t whylen);
 
 /* Online verify: compares every region's checksum with the connected
- * peers while the volume is in use; repl_volume_status() reports progress
+ * peers (a Secondary: with its Primary) while the volume is in use; repl_volume_status() reports progress
  * and the regions that differ.  repair (Primary only) resyncs them from
  * here.  0, or -EBUSY (running), -EPERM, -ENOTCONN, with why. */
 int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t whylen);

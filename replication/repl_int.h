@@ -130,6 +130,7 @@ struct repl_volume {
 	unsigned al_oversize;
 	uint64_t al_fail_max;		/* the last bitmap flush that failed */
 	struct verify *verify;		/* the running or last online verify */
+	struct verify_ans *verify_ans;	/* peers' verify requests waiting here */
 	struct resize *resize;		/* a grow running or failed (resize.c) */
 	struct recent *recent;		/* Secondary: regions applied lately */
 	bool lost_primary;		/* Secondary: its Primary went away */

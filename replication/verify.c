@@ -5,7 +5,13 @@
  * while it is being compared is compared again; regions with writes in
  * flight wait.  Regions that differ are reported; with repair (on the
  * Primary) they go into the peer's bitmap and a resync from here follows.
- * The peer side only reads and answers.  A region that is a hole in a
+ * The peer side only reads and answers, once no write to the region is in
+ * flight there; and a write that reaches the asking side (its own, or one
+ * its Primary sends) while a region is being compared has it compared
+ * again: the two reads see the same writes (sim seed 884).  A Secondary
+ * that follows a Primary compares with the Primary only: another
+ * Secondary's copy moves with writes that reach it on another connection,
+ * at another time.  A region that is a hole in a
  * file backing is not read (REPL_IO_HOLE_CHECK): its CRC is that of zeroes,
  * so regions that are holes on both sides cost no disk reads and leave the
  * page cache alone.  Loop thread only. */
@@ -57,6 +63,7 @@ struct verify {
 };
 
 static void verify_pump(struct verify *v);
+static void verify_drop(struct repl_volume *vol);
 
 static uint64_t region_bytes(const struct repl_volume *vol)
 {
@@ -124,6 +131,25 @@ static void vreq_read_done(struct repl_io *io)
 	vreq_complete(q->v, q);
 }
 
+static bool connected(const struct peer *p)
+{
+	return repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed;
+}
+
+/* Is p a peer this replica compares with: connected, and the Primary if
+ * we are a Secondary that follows one? */
+static bool comparable(const struct repl_volume *vol, const struct peer *p)
+{
+	if (!connected(p))
+		return false;
+	if (vol->role == REPL_PRIMARY || p->peer_role == REPL_PRIMARY)
+		return true;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (connected(vol->peers[i]) && vol->peers[i]->peer_role == REPL_PRIMARY)
+			return false;
+	return true;
+}
+
 static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
 {
 	struct repl_volume *vol = v->vol;
@@ -142,8 +168,7 @@ static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
 	m.u.range = (struct wire_range){ off, len, 0 };
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
-		if (repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
-		    repl__peer_send_msg(p, &m) == 0) {
+		if (comparable(vol, p) && repl__peer_send_msg(p, &m) == 0) {
 			q->asked[i] = true;
 			q->replies_left++;
 		}
@@ -232,13 +257,13 @@ int repl_volume_verify(struct repl_volume *vol, bool repair, char *why, size_t l
 				 (unsigned long long)p->size, (unsigned long long)vol->size);
 			return -EAGAIN;
 		}
-		any |= repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed;
+		any |= comparable(vol, p);
 	}
 	if (!any) {
 		snprintf(why, len, "no peer is connected and in sync");
 		return -ENOTCONN;
 	}
-	repl__verify_free(vol);
+	verify_drop(vol);
 	v = calloc(1, sizeof(*v));
 	if (!v)
 		return -ENOMEM;
@@ -320,7 +345,16 @@ void repl__verify_status(const struct repl_volume *vol, struct repl_volume_statu
 	st->verify_region_size = region_bytes(vol);
 }
 
+static void answers_free(struct repl_volume *vol);
+
 void repl__verify_free(struct repl_volume *vol)
+{
+	answers_free(vol);
+	verify_drop(vol);
+}
+
+/* The last verify's state goes (a new one starts, or the volume closes). */
+static void verify_drop(struct repl_volume *vol)
 {
 	struct verify *v = vol->verify;
 	struct vreq *q, *next;
@@ -347,6 +381,14 @@ struct vanswer {
 	struct repl_io io;
 	struct peer *p;
 	uint64_t conn_id, seq;
+	struct vanswer *next;		/* waiting for writes to its range */
+};
+
+/* Requests whose region has a write in flight here: read once it ended. */
+struct verify_ans {
+	struct repl_volume *vol;
+	struct vanswer *waiting;
+	void *timer;
 };
 
 static void vanswer_done(struct repl_io *io)
@@ -366,8 +408,11 @@ static void vanswer_done(struct repl_io *io)
 	free(a);
 }
 
+static void answers_retry(void *arg);
+
 void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_t len)
 {
+	struct verify_ans *va = p->vol->verify_ans;
 	struct vanswer *a = calloc(1, sizeof(*a));
 
 	if (!a || !(a->io.buf = malloc(len))) {
@@ -380,5 +425,57 @@ void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_
 	a->seq = seq;
 	a->io = (struct repl_io){ .op = REPL_IO_READ, .flags = REPL_IO_HOLE_CHECK, .offset = off,
 				  .len = len, .buf = a->io.buf, .done = vanswer_done };
-	repl__volume_io(p->vol, &a->io);
+	if (!repl__writes_overlap(p->vol, off, len)) {
+		repl__volume_io(p->vol, &a->io);
+		return;
+	}
+	/* A write to it is in flight here: the asker may already hold it,
+	 * or not yet; reading after it ended, we hold it too, and a write
+	 * sent after it reaches the asker before our answer. */
+	if (!va && !(va = p->vol->verify_ans = calloc(1, sizeof(*va)))) {
+		free(a->io.buf);
+		free(a);
+		repl__peer_drop(p, "out of memory");
+		return;
+	}
+	va->vol = p->vol;
+	a->next = va->waiting;
+	va->waiting = a;
+	if (!va->timer)
+		repl__timer_add(p->vol->eng, VERIFY_RETRY_MS, answers_retry, va, &va->timer);
+}
+
+static void answers_retry(void *arg)
+{
+	struct verify_ans *va = arg;
+	struct vanswer **pp = &va->waiting, *a;
+
+	va->timer = NULL;
+	while ((a = *pp)) {
+		if (repl__writes_overlap(va->vol, a->io.offset, a->io.len)) {
+			pp = &a->next;
+			continue;
+		}
+		*pp = a->next;
+		repl__volume_io(va->vol, &a->io);
+	}
+	if (va->waiting)
+		repl__timer_add(va->vol->eng, VERIFY_RETRY_MS, answers_retry, va, &va->timer);
+}
+
+static void answers_free(struct repl_volume *vol)
+{
+	struct verify_ans *va = vol->verify_ans;
+	struct vanswer *a;
+
+	if (!va)
+		return;
+	repl__timer_del(vol->eng, &va->timer);
+	while ((a = va->waiting)) {
+		va->waiting = a->next;
+		free(a->io.buf);
+		free(a);
+	}
+	free(va);
+	vol->verify_ans = NULL;
 }

@@ -6,7 +6,8 @@
  * A run: 2 or 3 replicas of one volume (the seed says), bootstrapped in
  * sync; a client workload on the Primary; faults chosen by the seed (link
  * cuts, partitions, message delay, crashes with power loss and restarts,
- * disk EIO, slow disks; the cluster manager promotes a survivor); then
+ * disk EIO, slow disks, an online verify started on any replica:
+ * verify_watch.c; the cluster manager promotes a survivor); then
  * every fault healed and the run must settle: one Primary, every replica
  * in sync, every request answered, replicas byte-identical (oracle.c),
  * and an online verify on the Primary ends and finds them equal.
@@ -89,7 +90,7 @@ static bool may_lose_primary(int i)
 
 static void fault_ev(void *a, uint64_t b)
 {
-	unsigned k = (unsigned)rnd_below(100);
+	unsigned k = (unsigned)rnd_below(110);
 	int i = (int)rnd_below(n_replicas), j = (int)rnd_below(n_replicas);
 	uint64_t dur = 200 * SIM_MS + rnd_below(5000 * SIM_MS);
 
@@ -133,6 +134,8 @@ static void fault_ev(void *a, uint64_t b)
 		sim_diskcfg.slow[i] = true;
 		trace("FAULT n%d's disk is slow for %.3f s", i, (double)dur / 1e9);
 		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+	} else if (k >= 100) {
+		verify_fault(i);
 	} else {
 		sim_netcfg.delay_max = 20 * SIM_MS + rnd_below(500 * SIM_MS);
 		trace("FAULT network delay up to %.3f s for %.3f s",
@@ -248,6 +251,7 @@ static int run(uint64_t seed)
 	sim_net_reset();
 	sim_disk_reset();
 	oracle_reset();
+	verify_watch_reset();
 	repl_sys_set(sim_sys_ops());
 	rlog_set_sink(log_sink, NULL);
 	rlog_set_level(sim_tracing ? LOG_INFO : -1);
@@ -295,6 +299,12 @@ static int run(uint64_t seed)
 		fail("liveness", "not settled 300 s after every fault healed: %s", why);
 	}
 	oracle_final();
+	deadline = sim_now + 60000 * SIM_MS;
+	while (verify_watch_busy() && sim_step() && sim_now < deadline)
+		;
+	if (verify_watch_busy())
+		fail("verify", "an online verify started during the faults did not end "
+		     "within 60 s of the cluster settling");
 	final_verify();
 	if (!sweeping)
 		printf("seed %" PRIu64 ": ok (%u replicas, %u requests, %u acknowledged, %u failed, "

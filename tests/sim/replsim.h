@@ -47,4 +47,9 @@ void oracle_final(void);
 void oracle_check_status(void);
 extern unsigned stat_ops, stat_acked, stat_failed;
 
+/* verify_watch.c */
+void verify_fault(int node);
+void verify_watch_reset(void);
+bool verify_watch_busy(void);
+
 #endif

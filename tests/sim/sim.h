@@ -87,6 +87,7 @@ int simnet_close(int fd);
 struct sim_diskcfg {
 	unsigned eio_permille[SIM_NODES];	/* writes and flushes fail */
 	bool slow[SIM_NODES];			/* the pool runs late */
+	unsigned long eios;			/* EIO returned so far, any node */
 };
 extern struct sim_diskcfg sim_diskcfg;
 void sim_disk_reset(void);

@@ -147,7 +147,10 @@ static void resize(struct vfile *f, uint64_t size)
 
 static bool eio(void)
 {
-	return sim_cur >= 0 && rnd_chance(sim_diskcfg.eio_permille[sim_cur]);
+	if (sim_cur < 0 || !rnd_chance(sim_diskcfg.eio_permille[sim_cur]))
+		return false;
+	sim_diskcfg.eios++;
+	return true;
 }
 
 static void make_durable(struct vfile *f)
