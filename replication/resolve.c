@@ -14,8 +14,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "log.h"
 #include "meta.h"
@@ -35,19 +33,24 @@ struct discard_job {
 	uint64_t size;
 };
 
-/* Worker: the regions into the sparse file, their list beside it. */
+/* Worker: the regions into the sparse file, their list beside it, both
+ * on disk (and their names in the directory) before the replica goes
+ * blank.  Through the engine's seams (sys.h), as every other file I/O. */
 static int discard_copy(void *arg)
 {
+	const struct repl_sys_ops *sys = repl__sys;
 	struct discard_job *j = arg;
-	char list[4200];
+	char list[4200], *text = NULL;
 	void *buf = malloc(j->region_size);
-	FILE *f;
-	int fd, r = 0;
+	size_t used = 0, cap = 64 * (j->n + 1);
+	int fd = -1, lfd = -1, r = 0;
 
-	if (!buf)
-		return -ENOMEM;
-	fd = open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	if (fd < 0 || ftruncate(fd, (off_t)j->size) < 0) {
+	if (!buf || !(text = malloc(cap))) {
+		r = -ENOMEM;
+		goto out;
+	}
+	fd = sys->open(j->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0 || sys->ftruncate(fd, (off_t)j->size) < 0) {
 		r = -errno;
 		goto out;
 	}
@@ -55,19 +58,27 @@ static int discard_copy(void *arg)
 		size_t len = (size_t)MIN(j->region_size, j->size - j->offsets[i]);
 		r = repl__full_pread(j->src_fd, buf, len, (off_t)j->offsets[i]);
 		if (r == 0)
-			r = full_pwrite(fd, buf, len, (off_t)j->offsets[i]);
+			r = repl__full_pwrite(fd, buf, len, (off_t)j->offsets[i]);
+		used += (size_t)snprintf(text + used, cap - used, "%" PRIu64 " %" PRIu64 "\n",
+					 j->offsets[i], j->region_size);
 	}
-	if (r == 0 && fsync(fd) < 0)
+	if (r == 0 && sys->fsync(fd) < 0)
 		r = -errno;
 	snprintf(list, sizeof(list), "%s.regions", j->path);
-	f = r == 0 ? fopen(list, "w") : NULL;
-	for (size_t i = 0; f && i < j->n; i++)
-		fprintf(f, "%" PRIu64 " %" PRIu64 "\n", j->offsets[i], j->region_size);
-	if (f && fclose(f) != 0)
-		r = -EIO;
+	if (r == 0 && (lfd = sys->open(list, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)) < 0)
+		r = -errno;
+	if (r == 0)
+		r = repl__full_pwrite(lfd, text, used, 0);
+	if (r == 0 && sys->fsync(lfd) < 0)
+		r = -errno;
+	if (r == 0)
+		r = repl__fsync_dir_of(j->path);
 out:
 	if (fd >= 0)
-		close(fd);
+		sys->close(fd);
+	if (lfd >= 0)
+		sys->close(lfd);
+	free(text);
 	free(buf);
 	return r;
 }
@@ -120,7 +131,7 @@ static int discard_start(struct repl_volume *vol, struct peer *keep)
 	     r = meta_bit_next(vol->meta, keep->idx, r + 1))
 		j->offsets[j->n++] = r * j->region_size;
 	snprintf(j->path, sizeof(j->path), "%s.discarded-%lld", vol->backing,
-		 (long long)time(NULL));
+		 (long long)repl__sys->wall_s());
 	j->io = (struct repl_io){ .op = REPL_IO_CALL, .fn = discard_copy, .arg = j,
 				  .done = discard_done };
 	vol->resolving = true;

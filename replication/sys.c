@@ -14,6 +14,7 @@
 #include <sys/file.h>
 #include <sys/ioctl.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sys.h"
@@ -183,8 +184,14 @@ static int posix_renameat2(const char *from, const char *to, unsigned flags)
 	return renameat2(AT_FDCWD, from, AT_FDCWD, to, flags);
 }
 
+static uint64_t posix_wall_s(void)
+{
+	return (uint64_t)time(NULL);
+}
+
 const struct repl_sys_ops repl__sys_posix = {
 	.now_ns = now_mono_ns,
+	.wall_s = posix_wall_s,
 	.random = posix_random,
 	.boot_id = posix_boot_id,
 	.listen = posix_listen,

@@ -24,6 +24,7 @@ struct iopool;
 struct repl_sys_ops {
 	/* time and randomness (UUIDs, generation ids, nonces) */
 	uint64_t (*now_ns)(void);			/* monotonic */
+	uint64_t (*wall_s)(void);	/* seconds since 1970, for names people read */
 	int (*random)(void *buf, size_t len);		/* 0 or -errno */
 	/* The host's boot id, 16 bytes that change at every boot (production:
 	 * /proc/sys/kernel/random/boot_id): 0 or -errno. */

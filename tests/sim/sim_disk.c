@@ -228,6 +228,12 @@ static uint64_t sim_now_ns(void)
 	return sim_now;
 }
 
+/* A wall clock that starts at 2026-12-05 00:00 UTC with every run. */
+static uint64_t sim_wall_s(void)
+{
+	return UINT64_C(1796428800) + sim_now / 1000000000u;
+}
+
 static int sim_random(void *buf, size_t len)
 {
 	uint8_t *p = buf;
@@ -474,6 +480,7 @@ static int d_mkostemp(char *tmpl, int flags)
 
 static const struct repl_sys_ops sim_ops = {
 	.now_ns = sim_now_ns,
+	.wall_s = sim_wall_s,
 	.random = sim_random,
 	.boot_id = d_boot_id,
 	.listen = simnet_listen,
