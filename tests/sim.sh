@@ -1,6 +1,6 @@
 #!/bin/bash
 # tests/sim.sh: the deterministic simulator (tests/sim/replsim) over
-# SIM_RUNS seeds (default 5000, from SIM_FROM, default 1), SIM_JOBS at a
+# SIM_RUNS seeds (default 4000, from SIM_FROM, default 1), SIM_JOBS at a
 # time (default 2), with the fault profile of CI (--no-eio).  With
 # SIM_PROFILE=eio (tests/sim-eio.sh) it sweeps the default profile, disk
 # EIO included, over SIM_EIO_RUNS seeds (default 1000, about 30 s on two
@@ -30,7 +30,7 @@ else
 	known=$top/tests/sim/known-failures
 	profile=(--no-eio)
 	label=sim
-	runs_plain=${SIM_RUNS:-5000}
+	runs_plain=${SIM_RUNS:-4000}
 	runs_san=${SIM_RUNS:-300}
 fi
 sanitized=false

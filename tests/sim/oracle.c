@@ -129,36 +129,41 @@ static unsigned floor_of(unsigned b)
 	return 0;
 }
 
+/* Sector s of block b as write id puts it there. */
+static void fill_sector(uint8_t *sec, uint64_t id, unsigned b, unsigned s)
+{
+	uint64_t tag = (uint64_t)b * 8 + s;
+
+	memset(sec, (int)(id * 31 + b), 512);
+	memcpy(sec, &id, 8);
+	memcpy(sec + 8, &tag, 8);
+}
+
 static void fill(uint8_t *p, uint64_t id, unsigned b)
 {
-	for (unsigned s = 0; s < BLOCK / 512; s++) {
-		uint8_t *sec = p + s * 512;
-		uint64_t tag = (uint64_t)b * 8 + s;
-		memset(sec, (int)(id * 31 + b), 512);
-		memcpy(sec, &id, 8);
-		memcpy(sec + 8, &tag, 8);
-	}
+	for (unsigned s = 0; s < BLOCK / 512; s++)
+		fill_sector(p + s * 512, id, b, s);
 }
 
 /* Checks what a read of block b returned (sector by sector) against what
  * may be there. */
 static void check_block_as(const char *kind, unsigned b, const uint8_t *p, const char *what)
 {
+	static const uint8_t zeroes[512];
 	unsigned fl = floor_of(b);
 
 	for (unsigned s = 0; s < BLOCK / 512; s++) {
 		const uint8_t *sec = p + s * 512;
 		uint64_t id = 0, tag;
 		bool zero = true, ok = false;
-		uint8_t want[BLOCK];
+		uint8_t want[512];
 
-		for (unsigned i = 0; i < 512 && zero; i++)
-			zero = sec[i] == 0;
+		zero = !memcmp(sec, zeroes, 512);
 		if (!zero) {
 			memcpy(&id, sec, 8);
 			memcpy(&tag, sec + 8, 8);
-			fill(want, id, b);
-			if (tag != (uint64_t)b * 8 + s || memcmp(sec, want + s * 512, 512) || !id)
+			fill_sector(want, id, b, s);
+			if (tag != (uint64_t)b * 8 + s || memcmp(sec, want, 512) || !id)
 				fail("data", "%s: block %u sector %u holds data no write put there",
 				     what, b, s);
 		}
