@@ -165,6 +165,8 @@ static uint64_t g_clients(const struct metrics_vol *v) { return v->st.clients; }
 static uint64_t g_frozen(const struct metrics_vol *v) { return v->st.io_frozen; }
 static uint64_t g_quorate(const struct metrics_vol *v) { return v->sx.quorate; }
 static uint64_t g_meta_failing(const struct metrics_vol *v) { return v->st.meta_error[0] != 0; }
+static uint64_t g_crashed_primary(const struct metrics_vol *v) { return v->st.crashed_primary; }
+static uint64_t g_power_lost(const struct metrics_vol *v) { return v->st.power_lost; }
 static uint64_t g_primary(const struct metrics_vol *v) { return !strcmp(v->st.role, "Primary"); }
 static uint64_t g_read_bytes(const struct metrics_vol *v) { return v->sx.bytes[REPL_STAT_READ]; }
 static uint64_t g_written_bytes(const struct metrics_vol *v) { return v->sx.bytes[REPL_STAT_WRITE]; }
@@ -183,6 +185,8 @@ static const struct vol_family {
 	{ "replagent_volume_io_frozen", "gauge", "1 while writes wait (a lost peer's outdate, or no quorum on a Primary).", g_frozen },
 	{ "replagent_volume_quorate", "gauge", "1 if the volume may acknowledge writes as far as quorum goes.", g_quorate },
 	{ "replagent_volume_metadata_failing", "gauge", "1 if the activity log or a bitmap cannot be written (writes fail).", g_meta_failing },
+	{ "replagent_volume_crashed_primary", "gauge", "1 from a restart after going down as Primary until a resync makes it whole.", g_crashed_primary },
+	{ "replagent_volume_power_lost", "gauge", "1 from a restart after a power loss (writes it acknowledged may be gone) until a resync or a promotion.", g_power_lost },
 	{ "replagent_read_bytes_total", "counter", "Bytes read by NBD clients.", g_read_bytes },
 	{ "replagent_written_bytes_total", "counter", "Bytes written by NBD clients.", g_written_bytes },
 	{ "replagent_discarded_bytes_total", "counter", "Bytes trimmed or zeroed by NBD clients.", g_discarded_bytes },

@@ -14,7 +14,8 @@
 /* ---- volumes ------------------------------------------------------------------ */
 
 /* "Primary UpToDate" + flags (f: io_frozen, d: down, w: a migration window
- * open, g: grown from 64 to 96 MiB) + peers
+ * open, g: grown from 64 to 96 MiB, c: crashed_primary, p: power_lost) +
+ * peers
  * "n2:Connected:Secondary:UpToDate" (NULL: the volume does not exist). */
 struct vol_spec {
 	const char *role, *disk, *flags;
@@ -42,6 +43,8 @@ static void make_vol(const struct vol_spec *spec, struct repl_volume_status *st)
 	st->role = spec->role;
 	st->disk = spec->disk;
 	st->io_frozen = spec->flags && strchr(spec->flags, 'f');
+	st->crashed_primary = spec->flags && strchr(spec->flags, 'c');
+	st->power_lost = spec->flags && strchr(spec->flags, 'p');
 	st->up = !(spec->flags && strchr(spec->flags, 'd'));
 	st->window = spec->flags && strchr(spec->flags, 'w') ? "open" : "none";
 	st->size = spec->flags && strchr(spec->flags, 'g') ? 96 << 20 : 64 << 20;
@@ -95,6 +98,10 @@ static const struct {
 	  "io_frozen 0>1" },
 	{ &P2, VOL("Primary", "UpToDate", "d", "n2:Connected:Secondary:UpToDate"), false,
 	  "up 1>0" },
+	{ &P2, VOL("Primary", "UpToDate", "c", "n2:Connected:Secondary:UpToDate"), false,
+	  "crashed_primary 0>1" },
+	{ &P2, VOL("Primary", "UpToDate", "fp", "n2:Connected:Secondary:UpToDate"), false,
+	  "io_frozen 0>1;power_lost 0>1" },
 	{ &P2, VOL("Primary", "UpToDate", "w", "n2:Connected:Secondary:UpToDate"), false,
 	  "window none>open" },
 	{ &P2, VOL("Primary", "UpToDate", "g", "n2:Connected:Secondary:UpToDate"), false,

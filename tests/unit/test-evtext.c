@@ -34,6 +34,11 @@ static const struct {
 	  "{\"field\":\"disk\",\"from\":\"UpToDate\",\"to\":\"Outdated\"},"
 	  "{\"field\":\"up\",\"from\":true,\"to\":false}]}",
 	  TT "vol0 I/O frozen\n" TT "vol0 disk UpToDate -> Outdated\n" TT "vol0 down\n" },
+	{ "{\"kind\":\"volume\"," T ",\"volume\":\"vol0\",\"changes\":["
+	  "{\"field\":\"power_lost\",\"from\":false,\"to\":true},"
+	  "{\"field\":\"crashed_primary\",\"from\":true,\"to\":false}]}",
+	  TT "vol0 lost power: writes it acknowledged may be gone\n"
+	  TT "vol0 resynced after going down as Primary\n" },
 	{ "{\"kind\":\"volume\"," T ",\"volume\":\"vol1\",\"changes\":["
 	  "{\"field\":\"present\",\"from\":false,\"to\":true}],\"state\":{}}",
 	  TT "vol1 added\n" },
