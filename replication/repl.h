@@ -120,6 +120,12 @@ struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name);
  * already that size), or -EINVAL (smaller: a volume never shrinks; not a
  * multiple of 512; too large) with why, -ENOMEM. */
 int repl_volume_grow(struct repl_volume *vol, uint64_t size, char *why, size_t whylen);
+/* A client of this replica that is not one of its NBD connections (a
+ * program embedding the engine, such as the simulator's workload, that
+ * calls its request path itself) uses size bytes of it; 0: none.  It
+ * counts as an attached NBD client of that size does in the rules of a
+ * link between replicas of different sizes (resize.h). */
+void repl_volume_set_local_client(struct repl_volume *vol, uint64_t size);
 /* The largest volume the metadata can track with replagentd's 64 KiB
  * regions (2^31 of them): 128 TiB. */
 #define REPL_VOLUME_SIZE_MAX (UINT64_C(1) << 47)

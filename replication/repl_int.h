@@ -132,6 +132,7 @@ struct repl_volume {
 	struct verify *verify;		/* the running or last online verify */
 	struct verify_ans *verify_ans;	/* peers' verify requests waiting here */
 	struct resize *resize;		/* a grow running or failed (resize.c) */
+	uint64_t local_client_size;	/* repl_volume_set_local_client() */
 	struct recent *recent;		/* Secondary: regions applied lately */
 	bool lost_primary;		/* Secondary: its Primary went away */
 	unsigned lost_primary_idx;	/* ... which peer that was */

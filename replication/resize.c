@@ -320,6 +320,11 @@ void repl__resize_free(struct repl_volume *vol)
 	vol->resize = NULL;
 }
 
+void repl_volume_set_local_client(struct repl_volume *vol, uint64_t size)
+{
+	vol->local_client_size = size;
+}
+
 /* ---- peers ----------------------------------------------------------------------- */
 
 bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision d,
@@ -328,7 +333,8 @@ bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision 
 	struct repl_volume *vol = p->vol;
 	struct resize_link_in in = {
 		.local = vol->size, .peer = peer_size, .no_sync = d == GEN_NO_SYNC,
-		.clients_max = repl__nbd_clients_max_size(vol->eng, vol),
+		.clients_max = MAX(repl__nbd_clients_max_size(vol->eng, vol),
+				   vol->local_client_size),
 	};
 	struct resize_link_verdict v = resize_link_decide(&in);
 	char a[32], b[32];

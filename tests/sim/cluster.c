@@ -23,6 +23,7 @@ unsigned n_replicas;
 int side[SIM_NODES];
 int cm_primary = -1;
 unsigned failovers;
+uint64_t cm_size = VOL_SIZE;
 static bool cm_outdated[SIM_NODES];
 static bool seen[SIM_NODES][SIM_NODES];
 static bool bootstrapped;
@@ -184,7 +185,7 @@ int node_start(int i)
 	struct node *n = &nodes[i];
 	struct repl_loop loop = { .ops = &sim_loop_ops, .data = (void *)(intptr_t)i };
 	struct repl_volume_config cfg = {
-		.name = "v", .backing = "/d/v.img", .meta = "/d/v.meta", .size = VOL_SIZE,
+		.name = "v", .backing = "/d/v.img", .meta = "/d/v.meta", .size = cm_size,
 		.io_threads = 1, .node = node_name(i), .listen_host = node_name(i),
 		.listen_port = "7000", .key = key, .key_len = sizeof(key),
 		.outdate_timeout_ms = 0, .uuid = vol_uuid,
@@ -425,6 +426,7 @@ static void roles(void)
 		cm_primary = i;
 		last_promoted = i;
 		oracle_promoted(i);
+		oracle_client_connect(i);
 		return;
 	}
 }
@@ -449,6 +451,31 @@ static void cm_periodic(void *a, uint64_t b)
 	sim_at(sim_now + 200 * SIM_MS, -1, cm_periodic, NULL, 0);
 }
 
+/* An operator grows the volume ("replagent volume resize"): the group
+ * tells every node, each grows its replica by itself (a node that is
+ * down grows it when its daemon starts again, node_start()). */
+void cm_grow(void)
+{
+	char why[200];
+
+	if (cm_size >= VOL_MAX)
+		return;
+	cm_size += (1 + rnd_below(4)) * (UINT64_C(64) << 10);
+	if (cm_size > VOL_MAX)
+		cm_size = VOL_MAX;
+	trace("FAULT resize: the volume grows to %llu bytes", (unsigned long long)cm_size);
+	for (int i = 0; i < (int)n_replicas; i++) {
+		int r;
+
+		if (!nodes[i].alive)
+			continue;
+		ON(i, r = repl_volume_grow(nodes[i].vol, cm_size, why, sizeof(why)));
+		if (r < 0)
+			fail("resize", "n%d refuses to grow to %llu bytes: %s", i,
+			     (unsigned long long)cm_size, why);
+	}
+}
+
 void cluster_init(unsigned replicas)
 {
 	n_replicas = replicas;
@@ -461,6 +488,7 @@ void cluster_init(unsigned replicas)
 	cm_primary = -1;
 	last_promoted = -1;
 	failovers = 0;
+	cm_size = VOL_SIZE;
 	bootstrapped = false;
 	sim_reachable = reachable;
 	sim_at(sim_now + 300 * SIM_MS, -1, cm_periodic, NULL, 0);

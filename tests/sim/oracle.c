@@ -62,7 +62,9 @@ struct blk {
 	bool busy;
 };
 
-static struct blk blks[NBLK];
+static struct blk blks[NBLK_MAX];
+static unsigned client_blocks;	/* the size the client negotiated */
+static int client_node;		/* where it is connected (-1: nowhere yet) */
 static struct op **ops;
 static unsigned n_ops, cap_ops;
 static uint64_t next_id, ack_counter;
@@ -99,7 +101,9 @@ static void add_ver(unsigned b, struct op *o, uint64_t id)
 
 void oracle_reset(void)
 {
-	for (unsigned b = 0; b < NBLK; b++) {
+	client_blocks = NBLK;
+	client_node = -1;
+	for (unsigned b = 0; b < NBLK_MAX; b++) {
 		free(blks[b].v);
 		blks[b] = (struct blk){ 0 };
 		add_ver(b, NULL, 0);
@@ -306,8 +310,12 @@ static void issue_one(void)
 		submit(o, p);
 		return;
 	}
+	/* the guest's disk grew: now and then its client connects again
+	 * and sees the new size */
+	if ((uint64_t)client_blocks * BLOCK < cm_size && rnd_chance(50))
+		oracle_client_connect(p);
 	nb = 1 + (unsigned)rnd_below(4);
-	b = (unsigned)rnd_below(NBLK - nb + 1);
+	b = (unsigned)rnd_below(client_blocks - nb + 1);
 	/* a few hot blocks, so that versions pile up */
 	if (rnd_chance(400))
 		b = (unsigned)rnd_below(8) * 16;
@@ -400,18 +408,55 @@ void oracle_exit(int node)
 	}
 }
 
+/* Every block of node's replica no request is writing holds what must
+ * survive; a block beyond its size may only be one no write must have
+ * reached (the client never used it). */
+static void check_replica(int node, const char *kind, const char *what)
+{
+	uint64_t size;
+	const uint8_t *d = sim_disk_view(node, "/d/v.img", &size);
+	unsigned have = d ? (unsigned)(size / BLOCK) : 0;
+
+	for (unsigned b = 0; b < NBLK_MAX; b++) {
+		if (blks[b].busy)
+			continue;
+		if (b < have) {
+			check_block_as(kind, b, d + (size_t)b * BLOCK, what);
+		} else if (floor_of(b)) {
+			const struct ver *f = &blks[b].v[floor_of(b)];
+			fail(kind, "%s: block %u is beyond its %" PRIu64 " bytes, but version %"
+			     PRIu64 " (acknowledged by n%d) must be there", what, b, size, f->id,
+			     f->op ? f->op->node : -1);
+		}
+	}
+}
+
 /* A replica just became Primary: it must hold every write that must
  * survive (it was UpToDate). */
 void oracle_promoted(int node)
 {
-	uint64_t size;
-	const uint8_t *d = sim_disk_view(node, "/d/v.img", &size);
+	check_replica(node, "lost-write", "the data of a replica promoted");
+}
 
-	if (!d || size < VOL_SIZE)
-		fail("data", "n%d promoted without a backing of the volume's size", node);
-	for (unsigned b = 0; b < NBLK; b++)
-		if (!blks[b].busy)
-			check_block(b, d + (size_t)b * BLOCK, "the data of a replica promoted");
+/* The client (re)connects to node, the Primary, and takes the size it
+ * exports; the engine there knows it uses that much (an NBD client's
+ * size, for the links between replicas of different sizes). */
+void oracle_client_connect(int node)
+{
+	struct repl_volume_status st;
+	int cur = sim_cur;
+
+	repl_volume_status(nodes[node].vol, &st);
+	if (client_node >= 0 && client_node != node && nodes[client_node].alive)
+		repl_volume_set_local_client(nodes[client_node].vol, 0);
+	client_blocks = (unsigned)(st.export_size / BLOCK);
+	if (client_blocks > NBLK_MAX)
+		client_blocks = NBLK_MAX;
+	client_node = node;
+	sim_cur = node;
+	repl_volume_set_local_client(nodes[node].vol, (uint64_t)client_blocks * BLOCK);
+	sim_cur = cur;
+	trace("client: connected to n%d, %u blocks", node, client_blocks);
 }
 
 /* What status says of each replica agrees with what it holds: one that
@@ -422,8 +467,6 @@ void oracle_check_status(void)
 {
 	for (int i = 0; i < (int)n_replicas; i++) {
 		struct repl_volume_status st;
-		const uint8_t *d;
-		uint64_t size;
 		char what[96];
 
 		if (!nodes[i].alive)
@@ -431,13 +474,8 @@ void oracle_check_status(void)
 		repl_volume_status(nodes[i].vol, &st);
 		if (strcmp(st.disk, "UpToDate") || st.power_lost || cm_outdated_node(i))
 			continue;
-		d = sim_disk_view(i, "/d/v.img", &size);
-		if (!d || size < VOL_SIZE)
-			fail("status", "n%d says UpToDate without a backing of the volume's size", i);
 		snprintf(what, sizeof(what), "n%d (%s, status UpToDate)", i, st.role);
-		for (unsigned b = 0; b < NBLK; b++)
-			if (!blks[b].busy)
-				check_block_as("status", b, d + (size_t)b * BLOCK, what);
+		check_replica(i, "status", what);
 	}
 }
 
@@ -455,9 +493,8 @@ void oracle_final(void)
 			fail("reply", "%s #%" PRIu64 " to n%d (issued at %.3f s) never answered",
 			     op_names[o->type], o->seq, o->node, (double)o->issued / 1e9);
 	}
+	check_replica(p, "lost-write", "the Primary's data at the end");
 	pd = sim_disk_view(p, "/d/v.img", &size);
-	for (unsigned b = 0; b < NBLK; b++)
-		check_block(b, pd + (size_t)b * BLOCK, "the Primary's data at the end");
 	for (int i = 0; i < (int)n_replicas; i++) {
 		uint64_t s2;
 		const uint8_t *d = sim_disk_view(i, "/d/v.img", &s2);

@@ -7,7 +7,8 @@
  * sync; a client workload on the Primary; faults chosen by the seed (link
  * cuts, partitions, message delay, crashes with power loss and restarts,
  * disk EIO, slow disks, an online verify started on any replica:
- * verify_watch.c; the cluster manager promotes a survivor); then
+ * verify_watch.c, the volume grown while in use: cm_grow(); the cluster
+ * manager promotes a survivor); then
  * every fault healed and the run must settle: one Primary, every replica
  * in sync, every request answered, replicas byte-identical (oracle.c),
  * and an online verify on the Primary ends and finds them equal.
@@ -90,7 +91,7 @@ static bool may_lose_primary(int i)
 
 static void fault_ev(void *a, uint64_t b)
 {
-	unsigned k = (unsigned)rnd_below(110);
+	unsigned k = (unsigned)rnd_below(116);
 	int i = (int)rnd_below(n_replicas), j = (int)rnd_below(n_replicas);
 	uint64_t dur = 200 * SIM_MS + rnd_below(5000 * SIM_MS);
 
@@ -134,6 +135,8 @@ static void fault_ev(void *a, uint64_t b)
 		sim_diskcfg.slow[i] = true;
 		trace("FAULT n%d's disk is slow for %.3f s", i, (double)dur / 1e9);
 		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+	} else if (k >= 110) {
+		cm_grow();
 	} else if (k >= 100) {
 		verify_fault(i);
 	} else {
@@ -215,6 +218,19 @@ static bool settled(const char **why)
 	if (workload_pending()) {
 		*why = "requests unanswered";
 		return false;
+	}
+	for (int i = 0; i < (int)n_replicas; i++) {
+		repl_volume_status(nodes[i].vol, &st);
+		if (st.size != cm_size) {
+			*why = "a replica has not grown to the volume's size";
+			return false;
+		}
+		for (unsigned k = 0; k < st.n_peers && i == p; k++) {
+			if (st.peers[k].size != cm_size) {
+				*why = "the Primary has not heard that a replica grew";
+				return false;
+			}
+		}
 	}
 	return true;
 }

@@ -5,9 +5,11 @@
 
 #include "sim.h"
 
-#define VOL_SIZE (UINT64_C(1) << 20)
+#define VOL_SIZE (UINT64_C(1) << 20)	/* at the start; resize faults grow it */
+#define VOL_MAX (2 * VOL_SIZE)
 #define BLOCK 4096u
 #define NBLK (VOL_SIZE / BLOCK)
+#define NBLK_MAX (VOL_MAX / BLOCK)
 
 struct node {
 	int id;
@@ -22,6 +24,7 @@ extern unsigned n_replicas;
 extern int side[SIM_NODES];
 extern int cm_primary;
 extern unsigned failovers, max_failovers;
+extern uint64_t cm_size;	/* the volume's size as the cluster defines it */
 
 const char *node_name(int i);
 bool quorate_side(int s);
@@ -33,6 +36,7 @@ void cm_set_side(int i, int s);
 void cm_tick(void *a, uint64_t b);
 void cluster_init(unsigned replicas);
 bool cm_outdated_node(int i);
+void cm_grow(void);
 
 /* oracle.c */
 void fail(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
@@ -45,6 +49,7 @@ void workload_stop(void);
 unsigned workload_pending(void);
 void oracle_final(void);
 void oracle_check_status(void);
+void oracle_client_connect(int node);
 extern unsigned stat_ops, stat_acked, stat_failed;
 
 /* verify_watch.c */
