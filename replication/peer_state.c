@@ -18,6 +18,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "sys.h"
 #include "wire.h"
 
 /* A Primary came (connected, or a peer promoted): a resync between this
@@ -304,6 +305,18 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 			p->took_primary = false;	/* it demoted: its writes were its own */
 		p->lost_crossing = false;
 	}
+	/* A peer in sync that went Inconsistent (a write failed there,
+	 * apply.c) no longer counts as holding what we acknowledged: a
+	 * resync will overwrite its copy.  Those writes are made durable here
+	 * first, as outdate_peer() does for a peer lost, or a power loss here
+	 * would take writes whose only other copy is no longer trusted (sim
+	 * seed 2463: the crashed Primary then resynced its stale data over
+	 * the one copy left, and was promoted).  Rare enough to wait for. */
+	if (vol->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
+	    p->peer_disk == GEN_DISK_UPTODATE && s->disk == GEN_DISK_INCONSISTENT &&
+	    vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
+		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing after %s went "
+			   "Inconsistent", p->node);
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
 	/* Two Primaries connected (two promotions that crossed): the link
