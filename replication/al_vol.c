@@ -138,3 +138,23 @@ void repl__al_reset(struct repl_volume *vol)
 		return;
 	meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
 }
+
+/* An extent's bits are set within the size the volume had when it came
+ * into the set; one still in the set when the volume grows past its old
+ * end has no bits for its new regions, and a write there hits the set
+ * without setting them: after a crash its region was not resynced (sim
+ * seed 3666, diverged).  They are set now, and a write to the extent
+ * waits for the flush that records them, as a write that brought the
+ * extent in would. */
+void repl__al_grown(struct repl_volume *vol, uint64_t old_size)
+{
+	uint64_t first, last;
+
+	if (!vol->al || !old_size || vol->size <= old_size)
+		return;
+	first = (old_size - 1) >> AL_EXTENT_SHIFT;
+	last = (vol->size - 1) >> AL_EXTENT_SHIFT;
+	for (uint64_t e = first; e <= last; e++)
+		if (al_contains(vol->al, e))
+			al_set_tag(vol->al, e, set_extents(vol, e, e));
+}

@@ -23,5 +23,8 @@ bool repl__al_end(struct repl_volume *vol, struct vwrite *w);
 /* Nothing in flight (a demote): the set empties; its bits leave the
  * activity log with the next flush (staying longer only resyncs more). */
 void repl__al_reset(struct repl_volume *vol);
+/* The volume grew from old_size to vol->size: an extent of the set that
+ * reaches past the old end gets its new regions' bits too. */
+void repl__al_grown(struct repl_volume *vol, uint64_t old_size);
 
 #endif

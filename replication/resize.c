@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "al_vol.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -183,6 +184,7 @@ static void grown(struct resize *rz)
 	char a[32], b[32];
 
 	vol->size = rz->to;
+	repl__al_grown(vol, rz->from);
 	rz->error[0] = '\0';
 	rz->retry_ms = 0;
 	if (rz->target <= vol->size)
