@@ -204,7 +204,8 @@ struct repl_volume_status {
 	/* bitmap pages that failed their check when the metadata was opened
 	 * (their ranges were marked out of sync) */
 	uint64_t bitmap_damaged_pages;
-	/* Until a resync (or a promotion, for power_lost) makes it whole:
+	/* Until a resync (from a source without power_lost, for that one)
+	 * or a promotion (for power_lost) makes it whole:
 	 * it went down uncleanly while Primary (its activity log resyncs),
 	 * and its host restarted since, or it cannot tell (writes it
 	 * acknowledged unflushed may be gone: volume.c, role.c). */

@@ -569,6 +569,12 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	/* Inconsistent until our own flush is done (rs_uptodate()). */
 	sb.disk_state = META_INCONSISTENT;
 	sb.flags &= ~(META_F_PRIMARY_CRASHED | META_F_POWER_LOST);
+	/* What the source may lack, we lack now too: a source that lost
+	 * power (a Secondary, rule 42 of gen.c) passes that on, or a replica
+	 * made of its data would count as whole and be promoted without the
+	 * writes another replica still holds (sim seed 4552). */
+	if (v->lost_power)
+		sb.flags |= META_F_POWER_LOST;
 	/* Our data is the source's now: our activity log described data we
 	 * no longer have, and the bitmaps no longer go with a generation.
 	 * Their bits stay: a region we had marked as maybe differing on a
