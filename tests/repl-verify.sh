@@ -49,12 +49,14 @@ wait_writer
 # both copies are the same all along, so no verify may say otherwise
 # (a region written between the two sides' reads is compared again).
 start_writer "$TESTDIR/w2.log" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
-	--duration 12 --inflight 8 --base $((52 << 20)) --span $((1 << 20)) --structured
+	--duration 6 --inflight 8 --base $((52 << 20)) --span $((1 << 20)) --structured
 for i in 1 2 3; do
 	out=$(ra_cli b verify "$CLUSTER_VOL") ||
 		fail "verify on the Secondary during writes reports differences: $out"
 	log "verify on b, $i: $out"
 done
+_alive "$WRITER_PID" ||
+	fail "the writer ended before the third verify: it must write during all three"
 wait_writer
 stop_node a
 stop_node b
