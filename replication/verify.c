@@ -432,13 +432,14 @@ void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_
 	/* A write to it is in flight here: the asker may already hold it,
 	 * or not yet; reading after it ended, we hold it too, and a write
 	 * sent after it reaches the asker before our answer. */
-	if (!va && !(va = p->vol->verify_ans = calloc(1, sizeof(*va)))) {
+	if (!va && (va = p->vol->verify_ans = calloc(1, sizeof(*va))))
+		va->vol = p->vol;
+	if (!va) {
 		free(a->io.buf);
 		free(a);
 		repl__peer_drop(p, "out of memory");
 		return;
 	}
-	va->vol = p->vol;
 	a->next = va->waiting;
 	va->waiting = a;
 	if (!va->timer)

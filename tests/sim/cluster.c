@@ -69,8 +69,6 @@ bool quorate_side(int s)
 	return n * 2 > SIM_NODES;
 }
 
-/* Runs code "on" node i: the seams need to know whose disk it is. */
-#define ON(i, stmt) do { int sv_ = sim_cur; sim_cur = (i); stmt; sim_cur = sv_; } while (0)
 
 static void outdate_done_ev(void *a, uint64_t token)
 {

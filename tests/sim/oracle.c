@@ -285,12 +285,7 @@ static void submit(struct op *o, int node)
 		blks[o->blk + i].busy = true;
 	trace("client: %s%s #%" PRIu64 " blk %u+%u to n%d", op_names[o->type],
 	      o->fua ? "+FUA" : "", o->seq, o->blk, o->nblk, node);
-	{
-		int sv = sim_cur;
-		sim_cur = node;
-		repl__volume_io(nodes[node].vol, &o->io);
-		sim_cur = sv;
-	}
+	ON(node, repl__volume_io(nodes[node].vol, &o->io));
 }
 
 static void issue_one(void)
@@ -418,16 +413,19 @@ static void check_replica(int node, const char *kind, const char *what)
 	unsigned have = d ? (unsigned)(size / BLOCK) : 0;
 
 	for (unsigned b = 0; b < NBLK_MAX; b++) {
+		const struct ver *f;
+
 		if (blks[b].busy)
 			continue;
 		if (b < have) {
 			check_block_as(kind, b, d + (size_t)b * BLOCK, what);
-		} else if (floor_of(b)) {
-			const struct ver *f = &blks[b].v[floor_of(b)];
+			continue;
+		}
+		f = &blks[b].v[floor_of(b)];
+		if (f->op)
 			fail(kind, "%s: block %u is beyond its %" PRIu64 " bytes, but version %"
 			     PRIu64 " (acknowledged by n%d) must be there", what, b, size, f->id,
-			     f->op ? f->op->node : -1);
-		}
+			     f->op->node);
 	}
 }
 
@@ -444,7 +442,6 @@ void oracle_promoted(int node)
 void oracle_client_connect(int node)
 {
 	struct repl_volume_status st;
-	int cur = sim_cur;
 
 	repl_volume_status(nodes[node].vol, &st);
 	if (client_node >= 0 && client_node != node && nodes[client_node].alive)
@@ -453,9 +450,7 @@ void oracle_client_connect(int node)
 	if (client_blocks > NBLK_MAX)
 		client_blocks = NBLK_MAX;
 	client_node = node;
-	sim_cur = node;
 	repl_volume_set_local_client(nodes[node].vol, (uint64_t)client_blocks * BLOCK);
-	sim_cur = cur;
 	trace("client: connected to n%d, %u blocks", node, client_blocks);
 }
 

@@ -154,12 +154,10 @@ static void final_verify(void)
 {
 	struct repl_volume_status st;
 	char why[200] = "";
-	int p = cm_primary, r, cur = sim_cur;
+	int p = cm_primary, r;
 	uint64_t deadline = sim_now + 60000 * SIM_MS;
 
-	sim_cur = p;
-	r = repl_volume_verify(nodes[p].vol, false, why, sizeof(why));
-	sim_cur = cur;
+	ON(p, r = repl_volume_verify(nodes[p].vol, false, why, sizeof(why)));
 	if (r < 0)
 		fail("verify", "n%d cannot start an online verify once settled: %s", p, why);
 	do
@@ -225,7 +223,7 @@ static bool settled(const char **why)
 			*why = "a replica has not grown to the volume's size";
 			return false;
 		}
-		for (unsigned k = 0; k < st.n_peers && i == p; k++) {
+		for (unsigned k = 0; i == p && k < st.n_peers; k++) {
 			if (st.peers[k].size != cm_size) {
 				*why = "the Primary has not heard that a replica grew";
 				return false;

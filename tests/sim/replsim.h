@@ -11,6 +11,9 @@
 #define NBLK (VOL_SIZE / BLOCK)
 #define NBLK_MAX (VOL_MAX / BLOCK)
 
+/* Runs code "on" node i: the seams need to know whose disk it is. */
+#define ON(i, stmt) do { int sv_ = sim_cur; sim_cur = (i); stmt; sim_cur = sv_; } while (0)
+
 struct node {
 	int id;
 	bool alive, quorate;

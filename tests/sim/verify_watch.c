@@ -91,14 +91,12 @@ void verify_fault(int i)
 	struct repl_volume_status st;
 	char why[200] = "";
 	bool repair;
-	int r, cur = sim_cur;
+	int r;
 
 	if (!nodes[i].alive || vw.node >= 0)
 		return;
 	repair = i == cm_primary && rnd_chance(300);
-	sim_cur = i;
-	r = repl_volume_verify(nodes[i].vol, repair, why, sizeof(why));
-	sim_cur = cur;
+	ON(i, r = repl_volume_verify(nodes[i].vol, repair, why, sizeof(why)));
 	trace("FAULT online verify%s started on n%d%s%s", repair ? " --repair" : "", i,
 	      r < 0 ? ": refused: " : "", r < 0 ? why : "");
 	if (r < 0)
@@ -110,7 +108,6 @@ void verify_fault(int i)
 	repl_volume_status(nodes[i].vol, &st);
 	for (unsigned k = 0; k < st.n_peers; k++) {
 		vw.conn[k] = nodes[i].vol->peers[k]->conn_id;
-		vw.clean[k] = true;
 		vw.clean[k] = pair_clean(&st, k);
 	}
 	sim_at(sim_now + WATCH_MS * SIM_MS, -1, watch_ev, NULL, 0);
