@@ -123,8 +123,9 @@ int repl_volume_grow(struct repl_volume *vol, uint64_t size, char *why, size_t w
 /* A client of this replica that is not one of its NBD connections (a
  * program embedding the engine, such as the simulator's workload, that
  * calls its request path itself) uses size bytes of it; 0: none.  It
- * counts as an attached NBD client of that size does in the rules of a
- * link between replicas of different sizes (resize.h). */
+ * counts as an attached NBD client of that size does: in the rules of a
+ * link between replicas of different sizes (resize.h), and as one of the
+ * volume's clients (a migration window's, repl_volume_clients()). */
 void repl_volume_set_local_client(struct repl_volume *vol, uint64_t size);
 /* The largest volume the metadata can track with replagentd's 64 KiB
  * regions (2^31 of them): 128 TiB. */

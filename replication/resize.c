@@ -322,11 +322,6 @@ void repl__resize_free(struct repl_volume *vol)
 	vol->resize = NULL;
 }
 
-void repl_volume_set_local_client(struct repl_volume *vol, uint64_t size)
-{
-	vol->local_client_size = size;
-}
-
 /* ---- peers ----------------------------------------------------------------------- */
 
 bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision d,

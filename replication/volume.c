@@ -481,6 +481,23 @@ bool repl_volume_handed_over(const struct repl_volume *vol)
 }
 unsigned repl_volume_clients(const struct repl_volume *vol) { return vol->clients; }
 
+/* The local client attaches and detaches as an NBD client does: it
+ * counts in clients (a migration window's, auto-demote, remove). */
+void repl_volume_set_local_client(struct repl_volume *vol, uint64_t size)
+{
+	bool was = vol->local_client_size != 0;
+
+	vol->local_client_size = size;
+	if (was == (size != 0))
+		return;
+	if (size)
+		vol->clients++;
+	else
+		vol->clients--;
+	repl__window_clients_changed(vol);
+	repl__changed(vol);
+}
+
 void repl_volume_uuid(const struct repl_volume *vol, char out[37])
 {
 	uuid_format(meta_get(vol->meta)->uuid, out);
