@@ -108,8 +108,14 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 	}
 	out->action = HS_UP;
 	/* The peer says we missed writes: believe it unless we are the source
-	 * or in sync with our Primary (or resynced since by another). */
-	out->outdated = in->peer_says_outdated && local->disk_state == GEN_DISK_UPTODATE &&
+	 * or in sync with our Primary (or resynced since by another), or the
+	 * Primary: a Primary is the reference, and a record of the peer's
+	 * from before our promotion says nothing of it (sim seed 586 of the
+	 * EIO profile: a Primary that could not write its new generation
+	 * took an old record of a peer for its own state, became Outdated,
+	 * and the resync it then gave made its target Outdated). */
+	out->outdated = in->peer_says_outdated && !local->primary &&
+			local->disk_state == GEN_DISK_UPTODATE &&
 			d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL &&
 			!in->in_sync_with_primary && !in->resynced_by_other;
 	out->forget_stale = !local->primary && !peer->primary && out->gv.rule == GEN_R_SAME;

@@ -129,6 +129,8 @@ static const struct row rows[] = {
 	  GEN_NO_SYNC, NULL },
 	{ "peer says Outdated, we are the source", L(B, A, C, UPTODATE, 1, 0),
 	  P(A, 0, C, OUTDATED, 0, 0), 0, 0, SAYS_OUT | DECIDED, HS_UP, 0, GEN_SOURCE_BITMAP, NULL },
+	{ "peer says Outdated, we are Primary", L(A, 0, 0, UPTODATE, 1, 0),
+	  P(A, 0, 0, UPTODATE, 0, 0), 0, 0, SAYS_OUT | DECIDED, HS_UP, 0, GEN_NO_SYNC, NULL },
 	{ "peer says Outdated, we are Outdated", L(A, 0, 0, OUTDATED, 0, 0),
 	  P(A, 0, 0, UPTODATE, 1, 0), 0, 0, SAYS_OUT | DECIDED, HS_UP, 0, GEN_NO_SYNC, NULL },
 };
