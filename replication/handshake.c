@@ -95,6 +95,15 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 		verdict(out, HS_DROP, 0, "a Primary connected meanwhile: the resync comes from it");
 		return;
 	}
+	/* Our data is kept: the peer has not discarded its own yet (its
+	 * resolve runs, or is still to be run there), and will connect once
+	 * it has.  Keep trying, as DRBD's survivor waits in WFConnection; a
+	 * StandAlone here would leave the peer nobody to connect to. */
+	if (!out->wait && d == GEN_SPLIT_BRAIN && in->keeping) {
+		verdict(out, HS_DROP, 0, "split brain: this node's data is kept (replagent "
+			"resolve); waiting for the peer to discard its own");
+		return;
+	}
 	if (!out->wait && (d == GEN_SPLIT_BRAIN || d == GEN_UNRELATED || d == GEN_REFUSE)) {
 		out->action = HS_STANDALONE;
 		out->bye = d == GEN_SPLIT_BRAIN ? WIRE_BYE_SPLIT_BRAIN : WIRE_BYE_REFUSED;

@@ -47,6 +47,9 @@ struct hs_in {
 	bool in_sync_with_primary;	/* in sync with a Primary other than the peer */
 	bool resynced_by_other;		/* an UpToDate peer in sync resynced us on its
 					 * present link */
+	bool keeping;			/* "replagent resolve --keep" named this node
+					 * and no link came up since: the peer is to
+					 * discard its side of the split brain */
 };
 
 enum hs_action {

@@ -90,6 +90,9 @@ struct peer {
 	/* as a target: repl__apply_failures() when we last told the source
 	 * where we stand (the resync's start, each FLUSH_ACK of it) */
 	uint64_t rs_fail_mark;
+	/* repl_volume_resolve() kept this node's data: a split brain with it
+	 * is retried, not StandAlone, until a link comes up (handshake.h) */
+	bool keeping;
 	/* regions it acknowledged and may not have flushed (peer_unflushed.c) */
 	struct peer_unflushed *unfl;
 };

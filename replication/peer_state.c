@@ -164,6 +164,7 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	in->peer_says_outdated = v->peer_disk == GEN_DISK_OUTDATED;
 	in->in_sync_with_primary = in_sync_with_other_primary(vol, p);
 	in->resynced_by_other = resynced_by_other(vol, p);
+	in->keeping = p->keeping;
 }
 
 /* hs_decide()'s reasons become the peer's, uncut. */
@@ -237,6 +238,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 		record_outdated(p);
 	if (hv.forget_stale)
 		forget_stale_bits(p, v->disk);
+	p->keeping = false;
 	p->conn = PC_UP;
 	p->conn_id++;
 	p->backoff_ms = 0;

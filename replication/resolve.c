@@ -148,8 +148,11 @@ int repl_volume_resolve(struct repl_volume *vol, const char *keep, char *why, si
 		return -EBUSY;
 	}
 	if (strcmp(keep, vol->node ? vol->node : "") == 0) {
-		for (unsigned i = 0; i < vol->n_peers; i++)
+		for (unsigned i = 0; i < vol->n_peers; i++) {
+			if (vol->peers[i]->link == REPL_LINK_STANDALONE)
+				vol->peers[i]->keeping = true;
 			repl__peer_retry(vol->peers[i]);
+		}
 		plog(LOG_NOTICE, vol->name, "resolve: keeping this node's data, reconnecting");
 		return 0;
 	}

@@ -2,9 +2,11 @@
 # tests/repl-split-brain.sh: both replicas write while apart.  a (Primary)
 # writes while b is down; then a is down and b is promoted and writes.
 # When they meet: split brain, detected, the link StandAlone, status
-# critical naming the command; nothing is overwritten.  "resolve --keep b"
-# on both nodes: a saves the regions it wrote to a file (checked byte for
-# byte), takes b's data, and both end identical with b's writes.
+# critical naming the command; nothing is overwritten.  b demotes, a is
+# promoted (the guest moves to the data kept); "resolve --keep a" on both
+# nodes, a first (a then waits for b to discard
+# its data): b saves the regions it wrote to a file (checked byte for
+# byte), takes a's data, and both end identical with a's writes.
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -40,23 +42,31 @@ grep -q "replagent resolve $CLUSTER_VOL --keep" "$TESTDIR/st.out" ||
 # Nothing was overwritten on either side.
 qemu-io -f raw -c "read -P 0xbb 16M 1M" "$(uri b)" >/dev/null || fail "b's data changed"
 
-ra_cli a resolve "$CLUSTER_VOL" --keep b || fail "resolve on a"
-ra_cli b resolve "$CLUSTER_VOL" --keep b || fail "resolve on b"
-wait_status b 60 'p["a"]["link"] == "Connected" and p["a"]["out_of_sync_bytes"] == 0 and p["a"]["peer_disk"] == "UpToDate"' ||
-	fail "a did not resync from b"
+# a's data is kept.  a, the side that makes the connections, resolves
+# first: it must keep trying until b has discarded its data (on 96765b5 it
+# went StandAlone again at once, and b, blank then, had nobody to
+# connect to).
+ra_cli b demote "$CLUSTER_VOL" >/dev/null || fail "demote b"
+ra_cli a promote "$CLUSTER_VOL" >/dev/null || fail "promote a"
+ra_cli a resolve "$CLUSTER_VOL" --keep a || fail "resolve on a"
+wait_status a 30 '"data is kept" in p["b"].get("reason", "")' ||
+	fail "a does not wait for b to discard its data"
+ra_cli b resolve "$CLUSTER_VOL" --keep a || fail "resolve on b"
+wait_status a 60 'p["b"]["link"] == "Connected" and p["b"]["out_of_sync_bytes"] == 0 and p["b"]["peer_disk"] == "UpToDate"' ||
+	fail "b did not resync from a"
 
 saved=
-for f in "${NODE_BACKING[a]}".discarded-*; do
+for f in "${NODE_BACKING[b]}".discarded-*; do
 	case $f in *.regions | *'*') ;; *) saved=$f ;; esac
 done
-[ -n "$saved" ] || fail "a's discarded regions were not saved"
-log "a's writes kept in $saved: $(tr '\n' ' ' <"$saved.regions" | head -c 200)"
-cmp -s <(dd if="$saved" bs=1M skip=8 count=1 status=none) \
-	<(head -c 1048576 /dev/zero | tr '\0' '\252') || fail "the saved file lacks a's writes"
+[ -n "$saved" ] || fail "b's discarded regions were not saved"
+log "b's writes kept in $saved: $(tr '\n' ' ' <"$saved.regions" | head -c 200)"
+cmp -s <(dd if="$saved" bs=1M skip=16 count=1 status=none) \
+	<(head -c 1048576 /dev/zero | tr '\0' '\273') || fail "the saved file lacks b's writes"
 
 stop_node a
 stop_node b
 cmp_backings a b || fail "a and b differ after the resolution"
-cmp -s <(dd if="${NODE_BACKING[a]}" bs=1M skip=16 count=1 status=none) \
-	<(head -c 1048576 /dev/zero | tr '\0' '\273') || fail "b's writes are not on a"
+cmp -s <(dd if="${NODE_BACKING[b]}" bs=1M skip=8 count=1 status=none) \
+	<(head -c 1048576 /dev/zero | tr '\0' '\252') || fail "a's writes are not on b"
 log "PASS"

@@ -51,6 +51,7 @@ enum {
 	INSYNC = 1 << 4,	/* in: in sync with another Primary */
 	RESYNCED = 1 << 5,	/* in: resynced by another peer */
 	DISC = 1 << 6,		/* in: every after-sb policy is disconnect */
+	KEEP = 1 << 7,		/* in: resolve --keep named this node */
 	DECIDED = 1 << 8,	/* out: gen_decide() ran */
 	WAIT = 1 << 9,		/* out: Secondaries wait (state only) */
 	OUTD = 1 << 10,		/* out: record ourselves Outdated */
@@ -111,6 +112,11 @@ static const struct row rows[] = {
 	{ "split brain, a Primary", L(B, A, 0, UPTODATE, 1, 0), P(C, A, 0, UPTODATE, 0, 0),
 	  1, 1, DISC | DECIDED, HS_STANDALONE, WIRE_BYE_SPLIT_BRAIN, GEN_SPLIT_BRAIN,
 	  "split brain: resolve with \"replagent resolve v0 --keep NODE\" on both nodes" },
+	{ "split brain, our data kept: retry until the peer discarded",
+	  L(B, A, 0, UPTODATE, 1, 0), P(C, A, 0, UPTODATE, 0, 0), 1, 1, DISC | KEEP | DECIDED,
+	  HS_DROP, 0, GEN_SPLIT_BRAIN, "split brain: this node's data is kept" },
+	{ "our data kept, the peer discarded: full resync", L(B, A, 0, UPTODATE, 1, 0),
+	  P(0, 0, 0, INCONSISTENT, 0, 0), 0, 0, KEEP | DECIDED, HS_UP, 0, GEN_SOURCE_FULL, NULL },
 	{ "split brain, both wrote (defaults)", L(B, A, 0, UPTODATE, 1, 0),
 	  P(C, A, 0, UPTODATE, 0, 0), 4, 2, DECIDED, HS_STANDALONE, WIRE_BYE_SPLIT_BRAIN,
 	  GEN_SPLIT_BRAIN, "split brain:" },
@@ -150,6 +156,7 @@ static void run_row(const struct row *r)
 		.lost_crossing = r->flags & CROSS, .told_has_primary = r->flags & TOLD,
 		.other_primary = r->flags & OTHERP, .peer_says_outdated = r->flags & SAYS_OUT,
 		.in_sync_with_primary = r->flags & INSYNC, .resynced_by_other = r->flags & RESYNCED,
+		.keeping = r->flags & KEEP,
 	};
 	struct hs_verdict v;
 
