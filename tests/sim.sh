@@ -1,10 +1,14 @@
 #!/bin/bash
 # tests/sim.sh: the deterministic simulator (tests/sim/replsim) over
-# SIM_RUNS seeds (default 4000, from SIM_FROM, default 1), SIM_JOBS at a
+# SIM_RUNS seeds (default 3500, from SIM_FROM, default 1), SIM_JOBS at a
 # time (default 2), with the fault profile of CI (--no-eio).  With
 # SIM_PROFILE=eio (tests/sim-eio.sh) it sweeps the default profile, disk
 # EIO included, over SIM_EIO_RUNS seeds (default 1000, about 30 s on two
-# cores) against tests/sim/known-failures-eio instead.  Fails on
+# cores) against tests/sim/known-failures-eio instead; with
+# SIM_PROFILE=split-brain (tests/sim-split-brain.sh) the split-brain
+# profile (--split-brain: static mode, an operator who makes a split brain
+# and resolves it) over SIM_SB_RUNS seeds (default 600) against
+# tests/sim/known-failures-split-brain.  6,100 seeds in all per build.  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
@@ -20,19 +24,29 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd) || exit 99
 bin=${top_builddir:-$top/build}/tests/sim/replsim
 [ -x "$bin" ] || bin=tests/sim/replsim
-if [ "${SIM_PROFILE:-}" = eio ]; then
+case ${SIM_PROFILE:-} in
+eio)
 	known=$top/tests/sim/known-failures-eio
 	profile=()
 	label="sim (EIO)"
 	runs_plain=${SIM_EIO_RUNS:-1000}
 	runs_san=${SIM_EIO_RUNS:-100}
-else
+	;;
+split-brain)
+	known=$top/tests/sim/known-failures-split-brain
+	profile=(--split-brain)
+	label="sim (split brain)"
+	runs_plain=${SIM_SB_RUNS:-600}
+	runs_san=${SIM_SB_RUNS:-100}
+	;;
+*)
 	known=$top/tests/sim/known-failures
 	profile=(--no-eio)
 	label=sim
-	runs_plain=${SIM_RUNS:-4000}
+	runs_plain=${SIM_RUNS:-3500}
 	runs_san=${SIM_RUNS:-300}
-fi
+	;;
+esac
 sanitized=false
 grep -q -a -E '__asan_init|__ubsan_handle' "$bin" && sanitized=true
 if $sanitized; then

@@ -35,6 +35,8 @@ static bool owed_promotion;
 /* the node the cluster promoted last, crashed or not: any other Primary
  * is stale (it was cut off while this one was promoted) */
 static int last_promoted = -1;
+/* Primary at the last changed hook; the cluster manager promoting */
+static bool was_primary[SIM_NODES], cm_promoting;
 
 struct outdate_req {
 	int from, lost;
@@ -139,6 +141,7 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 }
 
 static void clear_outdated(void);
+static void outdate_absent(int p);
 
 /* replagentd's Primary says which replicas are in sync again whenever its
  * state changes (clusterd_hook_changed(), "in sync again" records), not
@@ -149,9 +152,22 @@ static void clear_outdated(void);
 static void hook_changed(void *arg, struct repl_volume *vol)
 {
 	struct node *n = arg;
+	struct repl_volume_status st;
+	bool primary = repl_volume_role(vol) == REPL_PRIMARY;
 
-	(void)vol;
-	if (n->id == cm_primary)
+	/* It took the role by itself, from its migration window (a handover,
+	 * or the Primary left it): replagentd tells the group
+	 * (clusterd_hook_changed()), which records it the Primary. */
+	repl_volume_status(vol, &st);
+	if (primary && !was_primary[n->id] && !cm_promoting && strcmp(st.window, "none")) {
+		trace("cm: n%d took the Primary role from its migration window: the cluster "
+		      "records it", n->id);
+		cm_primary = last_promoted = n->id;
+		outdate_absent(n->id);	/* as at a promotion (roles()) */
+		oracle_role_moved(n->id);
+	}
+	was_primary[n->id] = primary;
+	if (n->id == cm_primary && !static_mode)
 		clear_outdated();
 }
 
@@ -191,6 +207,12 @@ int node_start(int i)
 	struct repl_hooks h = hooks_tmpl;
 	int r;
 
+	if (static_mode) {
+		/* replagentd without a cluster: no outdate hook, no guard */
+		h.outdate = NULL;
+		h.may_promote = NULL;
+	}
+
 	for (unsigned j = 0; j < n_replicas; j++) {
 		if ((int)j == i)
 			continue;
@@ -214,6 +236,7 @@ int node_start(int i)
 	n->alive = true;
 	n->quorate = true;
 	n->incarnation++;
+	was_primary[i] = repl_volume_role(n->vol) == REPL_PRIMARY;
 	restart_wanted[i] = false;
 	for (int j = 0; j < SIM_NODES; j++)
 		seen[i][j] = true;
@@ -410,7 +433,9 @@ static void roles(void)
 			continue;
 		if (failovers >= max_failovers && bootstrapped && !owed_promotion)
 			return;
+		cm_promoting = true;
 		ON(i, r = repl_volume_promote(nodes[i].vol, !bootstrapped, why, sizeof(why)));
+		cm_promoting = false;
 		if (r < 0) {
 			trace("cm: n%d cannot be promoted: %s", i, why);
 			continue;
@@ -433,6 +458,10 @@ void cm_tick(void *a, uint64_t b)
 {
 	(void)a;
 	(void)b;
+	if (static_mode) {
+		split_tick();
+		return;
+	}
 	membership();
 	for (unsigned i = 0; i < 64; i++)
 		if (oreq[i].pending)
@@ -482,6 +511,7 @@ void cluster_init(unsigned replicas)
 	memset(cm_outdated, 0, sizeof(cm_outdated));
 	memset(oreq, 0, sizeof(oreq));
 	memset(restart_wanted, 0, sizeof(restart_wanted));
+	memset(was_primary, 0, sizeof(was_primary));
 	owed_promotion = false;
 	cm_primary = -1;
 	last_promoted = -1;

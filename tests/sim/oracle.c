@@ -42,6 +42,7 @@ struct op {
 	int node;
 	unsigned incarnation;
 	bool fua;
+	int br;			/* the branch it writes */
 	unsigned replies;
 	bool orphan;		/* its node crashed: no reply will come */
 	bool acked, durable;
@@ -62,9 +63,16 @@ struct blk {
 	bool busy;
 };
 
-static struct blk blks[NBLK_MAX];
+/* The history of each block; two while a split brain lasts (split.c):
+ * branch 1 forked off for fork_node, promoted while the Primary of branch
+ * 0 went on; node_br says which branch a node's replica follows. */
+static struct blk branch[2][NBLK_MAX];
+static int node_br[SIM_NODES];
+static uint64_t fork_seq;	/* the forked node holds the writes acked up to it */
+static uint64_t last_sync_seq[SIM_NODES];	/* the last ack a node was in sync for */
 static unsigned client_blocks;	/* the size the client negotiated */
-static int client_node;		/* where it is connected (-1: nowhere yet) */
+static int client_node;		/* where it sends (-1: nowhere yet) */
+static uint8_t client_at;	/* nodes it is attached to (a migration: two) */
 static struct op **ops;
 static unsigned n_ops, cap_ops;
 static uint64_t next_id, ack_counter;
@@ -91,7 +99,7 @@ void fail(const char *kind, const char *fmt, ...)
 
 static void add_ver(unsigned b, struct op *o, uint64_t id)
 {
-	struct blk *k = &blks[b];
+	struct blk *k = &branch[o ? o->br : 0][b];
 
 	if (k->n == k->cap && !(k->v = realloc(k->v, (k->cap = k->cap ? 2 * k->cap : 8) *
 					       sizeof(*k->v))))
@@ -103,11 +111,17 @@ void oracle_reset(void)
 {
 	client_blocks = NBLK;
 	client_node = -1;
+	client_at = 0;
 	for (unsigned b = 0; b < NBLK_MAX; b++) {
-		free(blks[b].v);
-		blks[b] = (struct blk){ 0 };
+		for (int k = 0; k < 2; k++) {
+			free(branch[k][b].v);
+			branch[k][b] = (struct blk){ 0 };
+		}
 		add_ver(b, NULL, 0);
 	}
+	memset(node_br, 0, sizeof(node_br));
+	memset(last_sync_seq, 0, sizeof(last_sync_seq));
+	fork_seq = 0;
 	for (unsigned i = 0; i < n_ops; i++) {
 		free(ops[i]->buf);
 		free(ops[i]);
@@ -120,15 +134,24 @@ void oracle_reset(void)
 	stat_ops = stat_acked = stat_failed = 0;
 }
 
-static bool protected(const struct ver *v)
+/* Must v survive on branch br?  One written before the branch forked
+ * off is on the forked branch if its node was in sync when it or a later
+ * write was acknowledged (the split-brain profile has no power loss). */
+static bool protected(const struct ver *v, int br)
 {
-	return !v->op || (v->op->acked && (v->op->durable || v->op->holders));
+	const struct op *o = v->op;
+
+	if (!o)
+		return true;
+	if (o->br != br)
+		return o->acked && o->ack_seq <= fork_seq;
+	return o->acked && (o->durable || o->holders);
 }
 
-static unsigned floor_of(unsigned b)
+static unsigned floor_of(int br, unsigned b)
 {
-	for (unsigned i = blks[b].n; i-- > 0;)
-		if (protected(&blks[b].v[i]))
+	for (unsigned i = branch[br][b].n; i-- > 0;)
+		if (protected(&branch[br][b].v[i], br))
 			return i;
 	return 0;
 }
@@ -151,10 +174,12 @@ static void fill(uint8_t *p, uint64_t id, unsigned b)
 
 /* Checks what a read of block b returned (sector by sector) against what
  * may be there. */
-static void check_block_as(const char *kind, unsigned b, const uint8_t *p, const char *what)
+static void check_block_as(const char *kind, int br, unsigned b, const uint8_t *p,
+			   const char *what)
 {
 	static const uint8_t zeroes[512];
-	unsigned fl = floor_of(b);
+	const struct blk *k = &branch[br][b];
+	unsigned fl = floor_of(br, b);
 
 	for (unsigned s = 0; s < BLOCK / 512; s++) {
 		const uint8_t *sec = p + s * 512;
@@ -171,10 +196,10 @@ static void check_block_as(const char *kind, unsigned b, const uint8_t *p, const
 				fail("data", "%s: block %u sector %u holds data no write put there",
 				     what, b, s);
 		}
-		for (unsigned i = fl; i < blks[b].n && !ok; i++)
-			ok = blks[b].v[i].id == id;
+		for (unsigned i = fl; i < k->n && !ok; i++)
+			ok = k->v[i].id == id;
 		if (!ok) {
-			const struct ver *f = &blks[b].v[fl];
+			const struct ver *f = &k->v[fl];
 			fail(kind, "%s: block %u sector %u holds version %" PRIu64
 			     " but version %" PRIu64 " (%s%s, acknowledged by n%d) must be there "
 			     "or newer", what, b, s, id, f->id,
@@ -185,9 +210,9 @@ static void check_block_as(const char *kind, unsigned b, const uint8_t *p, const
 	}
 }
 
-static void check_block(unsigned b, const uint8_t *p, const char *what)
+static void check_block(int br, unsigned b, const uint8_t *p, const char *what)
 {
-	check_block_as("lost-write", b, p, what);
+	check_block_as("lost-write", br, b, p, what);
 }
 
 static void check_gen(int node)
@@ -229,14 +254,19 @@ static void op_done(struct repl_io *io)
 		fail("reply", "%s %" PRIu64 " answered twice", op_names[o->type], o->seq);
 	inflight--;
 	for (unsigned i = 0; i < o->nblk; i++)
-		blks[o->blk + i].busy = false;
+		branch[o->br][o->blk + i].busy = false;
 	trace("client: %s #%" PRIu64 " blk %u+%u -> %d", op_names[o->type], o->seq, o->blk,
 	      o->nblk, io->result);
 	if (io->result < 0) {
 		stat_failed++;
 	} else if (o->type == OP_READ) {
 		for (unsigned i = 0; i < o->nblk; i++)
-			check_block(o->blk + i, o->buf + (size_t)i * BLOCK, "read from the Primary");
+			check_block(o->br, o->blk + i, o->buf + (size_t)i * BLOCK,
+				    "read from the Primary");
+	} else if (o->type == OP_FLUSH && repl_volume_role(nodes[o->node].vol) != REPL_PRIMARY) {
+		/* a migration window's, with no write of its own held: its
+		 * local disk answers, it covers no write of the Primary's */
+		stat_acked++;
 	} else {
 		stat_acked++;
 		o->acked = true;
@@ -252,11 +282,14 @@ static void op_done(struct repl_io *io)
 			o->ack_seq = ++ack_counter;
 			o->durable = o->fua;
 			o->holders = in_sync_holders(o->node);
+			for (int i = 0; i < SIM_NODES; i++)
+				if (o->holders & (1u << i))
+					last_sync_seq[i] = o->ack_seq;
 		}
 	}
 }
 
-static struct op *op_new(enum op_type t, unsigned b, unsigned nb)
+static struct op *op_new(enum op_type t, unsigned b, unsigned nb, int node)
 {
 	struct op *o = calloc(1, sizeof(*o));
 
@@ -268,6 +301,7 @@ static struct op *op_new(enum op_type t, unsigned b, unsigned nb)
 	o->blk = b;
 	o->nblk = nb;
 	o->seq = n_ops;
+	o->br = node_br[node];
 	o->io.done = op_done;
 	o->io.offset = (uint64_t)b * BLOCK;
 	o->io.len = nb * BLOCK;
@@ -282,7 +316,7 @@ static void submit(struct op *o, int node)
 	inflight++;
 	stat_ops++;
 	for (unsigned i = 0; i < o->nblk; i++)
-		blks[o->blk + i].busy = true;
+		branch[o->br][o->blk + i].busy = true;
 	trace("client: %s%s #%" PRIu64 " blk %u+%u to n%d", op_names[o->type],
 	      o->fua ? "+FUA" : "", o->seq, o->blk, o->nblk, node);
 	ON(node, repl__volume_io(nodes[node].vol, &o->io));
@@ -290,16 +324,17 @@ static void submit(struct op *o, int node)
 
 static void issue_one(void)
 {
-	int p = cm_primary;
-	unsigned b, nb, r = (unsigned)rnd_below(100);
+	int p = migrate_route(inflight);
+	unsigned b, nb, r;
 	enum op_type t;
 	struct op *o;
 
 	if (p < 0 || !nodes[p].alive || inflight >= 4)
 		return;
+	r = (unsigned)rnd_below(100);
 	t = r < 50 ? OP_WRITE : r < 58 ? OP_FLUSH : r < 63 ? OP_TRIM : r < 68 ? OP_ZERO : OP_READ;
 	if (t == OP_FLUSH) {
-		o = op_new(t, 0, 0);
+		o = op_new(t, 0, 0, p);
 		o->io.op = REPL_IO_FLUSH;
 		o->flush_cover = ack_counter;
 		submit(o, p);
@@ -307,7 +342,7 @@ static void issue_one(void)
 	}
 	/* the guest's disk grew: now and then its client connects again
 	 * and sees the new size */
-	if ((uint64_t)client_blocks * BLOCK < cm_size && rnd_chance(50))
+	if ((uint64_t)client_blocks * BLOCK < cm_size && !migrate_active() && rnd_chance(50))
 		oracle_client_connect(p);
 	nb = 1 + (unsigned)rnd_below(4);
 	b = (unsigned)rnd_below(client_blocks - nb + 1);
@@ -315,9 +350,9 @@ static void issue_one(void)
 	if (rnd_chance(400))
 		b = (unsigned)rnd_below(8) * 16;
 	for (unsigned i = 0; i < nb; i++)
-		if (blks[b + i].busy)
+		if (branch[node_br[p]][b + i].busy)
 			return;
-	o = op_new(t, b, nb);
+	o = op_new(t, b, nb, p);
 	o->buf = calloc(nb, BLOCK);
 	if (!o->buf)
 		exit(2);
@@ -390,6 +425,7 @@ void oracle_crash(int node)
  * it wrote): only its clients' requests lose their answers. */
 void oracle_exit(int node)
 {
+	client_at &= (uint8_t)~(1u << node);
 	for (unsigned i = 0; i < n_ops; i++) {
 		struct op *o = ops[i];
 
@@ -398,35 +434,109 @@ void oracle_exit(int node)
 			o->orphan = true;
 			inflight--;
 			for (unsigned k = 0; k < o->nblk; k++)
-				blks[o->blk + k].busy = false;
+				branch[o->br][o->blk + k].busy = false;
 		}
 	}
 }
 
-/* Every block of node's replica no request is writing holds what must
- * survive; a block beyond its size may only be one no write must have
- * reached (the client never used it). */
-static void check_replica(int node, const char *kind, const char *what)
+/* Every block of an image (of size bytes) that no request is writing
+ * holds what must survive on branch br; a block beyond its size may only
+ * be one no write must have reached (the client never used it). */
+static void check_image(int br, const uint8_t *d, uint64_t size, const char *kind,
+			const char *what)
 {
-	uint64_t size;
-	const uint8_t *d = sim_disk_view(node, "/d/v.img", &size);
-	unsigned have = d ? (unsigned)(size / BLOCK) : 0;
+	unsigned have = (unsigned)(size / BLOCK);
 
 	for (unsigned b = 0; b < NBLK_MAX; b++) {
 		const struct ver *f;
 
-		if (blks[b].busy)
+		if (branch[br][b].busy)
 			continue;
 		if (b < have) {
-			check_block_as(kind, b, d + (size_t)b * BLOCK, what);
+			check_block_as(kind, br, b, d + (size_t)b * BLOCK, what);
 			continue;
 		}
-		f = &blks[b].v[floor_of(b)];
+		f = &branch[br][b].v[floor_of(br, b)];
 		if (f->op)
 			fail(kind, "%s: block %u is beyond its %" PRIu64 " bytes, but version %"
 			     PRIu64 " (acknowledged by n%d) must be there", what, b, size, f->id,
 			     f->op->node);
 	}
+}
+
+static void check_replica(int node, const char *kind, const char *what)
+{
+	uint64_t size;
+	const uint8_t *d = sim_disk_view(node, "/d/v.img", &size);
+
+	check_image(node_br[node], d, d ? size : 0, kind, what);
+}
+
+/* The split-brain profile (split.c): node was promoted while from, the
+ * Primary, went on.  node's replica follows a branch of its own from now
+ * on, from's history up to here, where a write node was not in sync for
+ * is not owed. */
+void oracle_fork(int from, int node)
+{
+	for (unsigned b = 0; b < NBLK_MAX; b++) {
+		const struct blk *src = &branch[node_br[from]][b];
+		struct blk *dst = &branch[1][b];
+
+		free(dst->v);
+		dst->v = malloc(src->cap * sizeof(*dst->v));
+		if (!dst->v)
+			exit(2);
+		memcpy(dst->v, src->v, src->n * sizeof(*dst->v));
+		dst->n = src->n;
+		dst->cap = src->cap;
+		dst->busy = false;
+	}
+	fork_seq = last_sync_seq[node];
+	node_br[node] = 1;
+	trace("oracle: n%d's history forks off n%d's", node, from);
+}
+
+/* The split brain was resolved: keep's data survives; victim saved
+ * what it wrote since the split in the image d (its discarded file; NULL:
+ * none, the engine resolved it by itself) before it was replaced.  Every block of victim's whose newest write that must
+ * survive keep does not hold is in d (that version or a newer one). */
+void oracle_resolved(int keep, int victim, const uint8_t *d, uint64_t size)
+{
+	int kb = node_br[keep], vb = node_br[victim];
+	unsigned n = 0;
+	char what[96];
+
+	snprintf(what, sizeof(what), "n%d's discarded file", victim);
+	for (unsigned b = 0; b < NBLK_MAX; b++) {
+		const struct ver *f = &branch[vb][b].v[floor_of(vb, b)];
+
+		if (!f->op || f->op->br == kb || (kb == 1 && f->op->ack_seq <= fork_seq))
+			continue;
+		if (!d)
+			fail("split-brain", "the split brain was resolved by itself, but n%d had "
+			     "written block %u since the split (version %" PRIu64 "), which n%d "
+			     "lacks", victim, b, f->id, keep);
+		if ((uint64_t)(b + 1) * BLOCK > size)
+			fail("split-brain", "%s has %" PRIu64 " bytes, but block %u, written "
+			     "there since the split (version %" PRIu64 "), is beyond", what,
+			     size, b, f->id);
+		check_block_as("split-brain", vb, b, d + (size_t)b * BLOCK, what);
+		n++;
+	}
+	for (int i = 0; i < SIM_NODES; i++)
+		node_br[i] = kb;
+	trace("oracle: %s holds the %u block(s) it wrote since the split; n%d's history "
+	      "is the volume's again", what, n, keep);
+}
+
+/* Requests of the client's that node has not answered yet. */
+unsigned oracle_pending_on(int node)
+{
+	unsigned n = 0;
+
+	for (unsigned i = 0; i < n_ops; i++)
+		n += ops[i]->node == node && ops[i]->issued && !ops[i]->replies && !ops[i]->orphan;
+	return n;
 }
 
 /* A replica just became Primary: it must hold every write that must
@@ -436,6 +546,39 @@ void oracle_promoted(int node)
 	check_replica(node, "lost-write", "the data of a replica promoted");
 }
 
+/* The client attaches to node (a migration's destination, the source
+ * staying attached), with the size it negotiated at its last connect. */
+void oracle_client_attach(int node)
+{
+	if (client_at & (1u << node) || !nodes[node].alive)
+		return;
+	client_at |= (uint8_t)(1u << node);
+	repl_volume_set_local_client(nodes[node].vol, (uint64_t)client_blocks * BLOCK);
+	trace("client: attached to n%d", node);
+}
+
+void oracle_client_detach(int node)
+{
+	if (!(client_at & (1u << node)))
+		return;
+	client_at &= (uint8_t)~(1u << node);
+	if (nodes[node].alive)
+		repl_volume_set_local_client(nodes[node].vol, 0);
+	trace("client: detached from n%d", node);
+}
+
+/* Its requests go to node from now on (attached there). */
+void oracle_client_switch(int node)
+{
+	oracle_client_attach(node);
+	client_node = node;
+}
+
+int oracle_client_node(void)
+{
+	return client_node;
+}
+
 /* The client (re)connects to node, the Primary, and takes the size it
  * exports; the engine there knows it uses that much (an NBD client's
  * size, for the links between replicas of different sizes). */
@@ -443,15 +586,47 @@ void oracle_client_connect(int node)
 {
 	struct repl_volume_status st;
 
+	for (int i = 0; i < SIM_NODES; i++)
+		if (i != node)
+			oracle_client_detach(i);
 	repl_volume_status(nodes[node].vol, &st);
-	if (client_node >= 0 && client_node != node && nodes[client_node].alive)
-		repl_volume_set_local_client(nodes[client_node].vol, 0);
 	client_blocks = (unsigned)(st.export_size / BLOCK);
 	if (client_blocks > NBLK_MAX)
 		client_blocks = NBLK_MAX;
 	client_node = node;
+	client_at |= (uint8_t)(1u << node);
 	repl_volume_set_local_client(nodes[node].vol, (uint64_t)client_blocks * BLOCK);
 	trace("client: connected to n%d, %u blocks", node, client_blocks);
+}
+
+/* The Primary role moved to node by a handover, with its generation:
+ * node acknowledges in it from now on, its old Primary may not. */
+void oracle_role_moved(int node)
+{
+	uint64_t g = meta_get(nodes[node].vol->meta)->gen_current;
+
+	for (unsigned i = 0; i < n_gens; i++)
+		if (gens[i].gen == g)
+			gens[i].node = node;
+	oracle_promoted(node);
+}
+
+/* Does node (its status st) say it is connected to the Primary, and the
+ * Primary that node is in sync? */
+static bool in_sync_with_primary(const struct repl_volume_status *st, int node)
+{
+	struct repl_volume_status ps;
+	int p = cm_primary;
+	bool conn = false, ok = false;
+
+	if (p < 0 || !nodes[p].alive)
+		return false;
+	for (unsigned k = 0; k < st->n_peers; k++)
+		conn |= st->peers[k].node[1] - '0' == p && st->peers[k].link == REPL_LINK_CONNECTED;
+	repl_volume_status(nodes[p].vol, &ps);
+	for (unsigned k = 0; k < ps.n_peers; k++)
+		ok |= ps.peers[k].node[1] - '0' == node && ps.peers[k].in_sync;
+	return conn && ok;
 }
 
 /* What status says of each replica agrees with what it holds: one that
@@ -468,6 +643,11 @@ void oracle_check_status(void)
 			continue;
 		repl_volume_status(nodes[i].vol, &st);
 		if (strcmp(st.disk, "UpToDate") || st.power_lost || cm_outdated_node(i))
+			continue;
+		/* Static mode has no fencing: a Secondary cut off from its
+		 * Primary says UpToDate without knowing better (as DRBD's
+		 * does); only one in sync with the Primary must be. */
+		if (static_mode && strcmp(st.role, "Primary") && !in_sync_with_primary(&st, i))
 			continue;
 		snprintf(what, sizeof(what), "n%d (%s, status UpToDate)", i, st.role);
 		check_replica(i, "status", what);

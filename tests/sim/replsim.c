@@ -7,8 +7,9 @@
  * sync; a client workload on the Primary; faults chosen by the seed (link
  * cuts, partitions, message delay, crashes with power loss and restarts,
  * disk EIO, slow disks, an online verify started on any replica:
- * verify_watch.c, the volume grown while in use: cm_grow(); the cluster
- * manager promotes a survivor); then
+ * verify_watch.c, the volume grown while in use: cm_grow(), a live
+ * migration to another replica: migrate.c; the cluster manager promotes
+ * a survivor); then
  * every fault healed and the run must settle: one Primary, every replica
  * in sync, every request answered, replicas byte-identical (oracle.c),
  * and an online verify on the Primary ends and finds them equal.
@@ -89,9 +90,49 @@ static bool may_lose_primary(int i)
 	return i != cm_primary || failovers < max_failovers;
 }
 
+/* The faults of the split-brain profile (split.c): two replicas in
+ * static mode; the Primary never goes down, n0 or n1 may be cut off. */
+static void fault_static(unsigned k, int i, uint64_t dur)
+{
+	int s = 1 - cm_primary;
+
+	if (split_busy() && k < 65)
+		return;
+	if (k < 25) {
+		trace("FAULT link cut n0-n1");
+		sim_net_cut(0, 1);
+	} else if (k < 50) {
+		if (side[0] != side[1])
+			return;
+		/* long enough, when the operator is to act, for the cut-off
+		 * Secondary to notice */
+		if (rnd_chance(500) && split_fault())
+			dur += 4000 * SIM_MS;
+		trace("FAULT partition: n%d cut off from n%d for %.3f s", i, 1 - i,
+		      (double)dur / 1e9);
+		cm_set_side(i, 1);
+		sim_at(sim_now + dur, -1, heal_side_ev, NULL, (uint64_t)i);
+	} else if (k < 65) {
+		if (s < 0 || s > 1 || !nodes[s].alive)
+			return;
+		trace("FAULT n%d's daemon exits", s);
+		node_exit(s);
+		sim_at(sim_now + dur, -1, restart_ev, NULL, (uint64_t)s);
+	} else if (k < 80) {
+		sim_diskcfg.slow[i] = true;
+		trace("FAULT n%d's disk is slow for %.3f s", i, (double)dur / 1e9);
+		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+	} else {
+		sim_netcfg.delay_max = 20 * SIM_MS + rnd_below(500 * SIM_MS);
+		trace("FAULT network delay up to %.3f s for %.3f s",
+		      (double)sim_netcfg.delay_max / 1e9, (double)dur / 1e9);
+		sim_at(sim_now + dur, -1, delay_ok_ev, NULL, 0);
+	}
+}
+
 static void fault_ev(void *a, uint64_t b)
 {
-	unsigned k = (unsigned)rnd_below(116);
+	unsigned k = (unsigned)rnd_below(124);
 	int i = (int)rnd_below(n_replicas), j = (int)rnd_below(n_replicas);
 	uint64_t dur = 200 * SIM_MS + rnd_below(5000 * SIM_MS);
 
@@ -101,6 +142,10 @@ static void fault_ev(void *a, uint64_t b)
 		return;
 	sim_at(sim_now + 300 * SIM_MS + rnd_below(3000 * SIM_MS), -1, fault_ev, NULL, 0);
 	n_faults++;
+	if (static_mode) {
+		fault_static(k % 100, i % 2, dur);
+		return;
+	}
 	if (k < 20) {
 		if (i == j)
 			j = (i + 1) % (int)n_replicas;
@@ -135,6 +180,8 @@ static void fault_ev(void *a, uint64_t b)
 		sim_diskcfg.slow[i] = true;
 		trace("FAULT n%d's disk is slow for %.3f s", i, (double)dur / 1e9);
 		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+	} else if (k >= 116) {
+		migrate_fault(i);
 	} else if (k >= 110) {
 		cm_grow();
 	} else if (k >= 100) {
@@ -217,6 +264,10 @@ static bool settled(const char **why)
 		*why = "requests unanswered";
 		return false;
 	}
+	if (split_busy()) {
+		*why = "the operator has not resolved the split brain";
+		return false;
+	}
 	for (int i = 0; i < (int)n_replicas; i++) {
 		repl_volume_status(nodes[i].vol, &st);
 		if (st.size != cm_size) {
@@ -266,11 +317,13 @@ static int run(uint64_t seed)
 	sim_disk_reset();
 	oracle_reset();
 	verify_watch_reset();
+	migrate_reset();
+	split_reset();
 	repl_sys_set(sim_sys_ops());
 	rlog_set_sink(log_sink, NULL);
 	rlog_set_level(sim_tracing ? LOG_INFO : -1);
 	n_faults = 0;
-	cluster_init(2 + (unsigned)rnd_below(2));
+	cluster_init(static_mode ? 2 : 2 + (unsigned)rnd_below(2));
 	sim_netcfg.dup_connect_permille = 50;
 	sim_netcfg.short_recv_permille = 200;
 	sim_net_seed(seed);
@@ -393,6 +446,8 @@ int main(int argc, char **argv)
 			sim_tracing = true;
 		} else if (!strcmp(a, "--no-eio")) {
 			no_eio = true;
+		} else if (!strcmp(a, "--split-brain")) {
+			static_mode = true;
 		} else if (!strcmp(a, "--seed") && v) {
 			seed = strtoull(v, NULL, 0);
 			i++;
@@ -413,7 +468,7 @@ int main(int argc, char **argv)
 			i++;
 		} else {
 			fprintf(stderr, "usage: replsim --seed N [--trace] | --runs K [--from S] "
-				"[-j J]  [--failovers F] [--time MS] [--no-eio]\n");
+				"[-j J]  [--failovers F] [--time MS] [--no-eio | --split-brain]\n");
 			return 2;
 		}
 	}

@@ -53,11 +53,32 @@ unsigned workload_pending(void);
 void oracle_final(void);
 void oracle_check_status(void);
 void oracle_client_connect(int node);
+void oracle_client_attach(int node);
+void oracle_client_detach(int node);
+void oracle_client_switch(int node);
+int oracle_client_node(void);
+void oracle_role_moved(int node);
+void oracle_fork(int from, int node);
+void oracle_resolved(int keep, int victim, const uint8_t *d, uint64_t size);
+unsigned oracle_pending_on(int node);
 extern unsigned stat_ops, stat_acked, stat_failed;
 
 /* verify_watch.c */
 void verify_fault(int node);
 void verify_watch_reset(void);
 bool verify_watch_busy(void);
+
+/* split.c */
+extern bool static_mode;
+void split_reset(void);
+bool split_busy(void);
+bool split_fault(void);
+void split_tick(void);
+
+/* migrate.c */
+void migrate_fault(int dest);
+void migrate_reset(void);
+bool migrate_active(void);
+int migrate_route(unsigned inflight);
 
 #endif

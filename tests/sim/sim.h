@@ -96,6 +96,9 @@ void sim_disk_reset(void);
 void sim_disk_power_loss(int node, int mode);
 /* The current (cached) content of a node's file, for the checks. */
 const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size);
+/* The path of a node's file that starts with prefix and ends with suffix
+ * (the newest), or NULL. */
+const char *sim_disk_find(int node, const char *prefix, const char *suffix);
 const struct repl_sys_ops *sim_sys_ops(void);
 
 /* the worker-pool seam (sim_env.c) */

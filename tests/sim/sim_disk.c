@@ -221,6 +221,19 @@ const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size)
 	return f ? f->cache : NULL;
 }
 
+const char *sim_disk_find(int node, const char *prefix, const char *suffix)
+{
+	size_t pl = strlen(prefix), sl = strlen(suffix);
+
+	for (struct vfile *f = files; f; f = f->next) {
+		size_t l = f->path ? strlen(f->path) : 0;
+		if (f->node == node && !f->dir && l >= pl + sl && !strncmp(f->path, prefix, pl) &&
+		    !strcmp(f->path + l - sl, suffix))
+			return f->path;
+	}
+	return NULL;
+}
+
 /* ---- the seams ---- */
 
 static uint64_t sim_now_ns(void)
