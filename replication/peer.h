@@ -93,6 +93,10 @@ struct peer {
 	/* repl_volume_resolve() kept this node's data: a split brain with it
 	 * is retried, not StandAlone, until a link comes up (handshake.h) */
 	bool keeping;
+	/* as a target at the end of a resync: the source's disk state, and
+	 * repl__outdate_notices() then (rs_uptodate()) */
+	enum gen_disk rs_src_disk;
+	unsigned rs_outdate_mark;
 	/* regions it acknowledged and may not have flushed (peer_unflushed.c) */
 	struct peer_unflushed *unfl;
 };

@@ -152,6 +152,7 @@ struct repl_volume {
 	bool quorate;			/* false: hold requests and acks */
 	struct repl_io *held_head, **held_tail;
 	uint64_t outdate_token;
+	unsigned outdate_notices;	/* the cluster said Outdated (counted always) */
 	bool closing;
 	struct vwrite *frozen;
 	void *freeze_timer;

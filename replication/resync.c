@@ -598,35 +598,48 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	}
 	p->link = REPL_LINK_CONNECTED;
 	p->peer_disk = v->disk;
+	p->rs_src_disk = v->disk;
+	p->rs_outdate_mark = vol->outdate_notices;
 	plog(LOG_INFO, vol->name, "resync from %s: every region received; flushing", p->node);
 	rs_sync(p, 0);
 	repl__changed(vol);
 }
 
-/* Our flush after the resync is done: the data is on our disk, and unless
- * the link went (the source may have written, and outdated us, since) or
- * something else changed our state meanwhile, we are UpToDate.  Else we
- * stay Inconsistent: the next handshake gives a full resync.
- * A write of the source's that failed here after our last FLUSH_ACK (or,
- * with none, after the start) may be one the source did not know of when
- * it said we were done: our disk lacks it, so we stay Inconsistent, say
- * so, and the source, told by the failed acknowledgement, resyncs the
- * range again (sim seed 324: a guest write failed here between the
- * source's end of the resync and our flush, and we said UpToDate without
- * a write the Primary had acknowledged). */
+/* Our flush after the resync is done: every region and every write of
+ * the source's since is on our disk.  We are UpToDate (Outdated, if the
+ * source was), unless something made that untrue meanwhile; then we stay
+ * Inconsistent and the next handshake gives a full resync.
+ * - A write of the source's that failed here after our last FLUSH_ACK
+ *   (or, with none, after the start) may be one the source did not know
+ *   of when it said we were done: our disk lacks it, so we stay
+ *   Inconsistent, say so, and the source, told by the failed
+ *   acknowledgement, resyncs the range again (sim seed 324).
+ * - The link went before the flush ended: as for any replica in sync
+ *   whose link goes, our data is whole up to the source's last write we
+ *   received, and the cluster records us Outdated if the source writes on
+ *   without us; if it did that already, we are Outdated.  Staying
+ *   Inconsistent here lost writes: a Primary that crashed with its power
+ *   right after our resync, and came back without its unflushed writes,
+ *   was then the only consistent replica and full-resynced over ours,
+ *   which held them (sim seed 2725 --no-eio).
+ * - A new connection came meanwhile: its handshake decided with us
+ *   Inconsistent; that stands. */
 static void rs_uptodate(struct peer *p, bool same, int result)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
+	bool gone = !same && !repl__peer_up(p);
+	bool outdated = p->rs_src_disk == GEN_DISK_OUTDATED ||
+			(gone && vol->outdate_notices != p->rs_outdate_mark);
 
-	if (same && result == 0 && repl__apply_failures(vol) != p->rs_fail_mark) {
+	if ((same || gone) && result == 0 && repl__apply_failures(vol) != p->rs_fail_mark) {
 		plog(LOG_WARNING, vol->name, "the resync from %s is not complete here (a "
 		     "write failed here since): staying Inconsistent", p->node);
-		repl__peers_tell_state(vol);
+		if (same)
+			repl__peers_tell_state(vol);
 		return;
 	}
-
-	if (result < 0 || !same || p->link != REPL_LINK_CONNECTED ||
+	if (result < 0 || (!same && !gone) || (same && p->link != REPL_LINK_CONNECTED) ||
 	    vol->role == REPL_PRIMARY || sb.disk_state != META_INCONSISTENT) {
 		plog(LOG_WARNING, vol->name, "the resync from %s is not complete here (%s): "
 		     "staying Inconsistent", p->node, result < 0 ? "the flush failed" :
@@ -635,15 +648,17 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 			repl__peer_drop(p, "cannot make the resynced data durable");
 		return;
 	}
-	sb.disk_state = META_UPTODATE;
+	sb.disk_state = outdated ? META_OUTDATED : META_UPTODATE;
 	if (meta_update(vol->meta, &sb) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
-		repl__peer_drop(p, "cannot record the end of the resync");	/* as above */
+		if (same)
+			repl__peer_drop(p, "cannot record the end of the resync");
 		return;
 	}
-	vol->disk_state = GEN_DISK_UPTODATE;
-	p->resynced_us = true;
-	plog(LOG_NOTICE, vol->name, "resync from %s done: UpToDate", p->node);
+	vol->disk_state = outdated ? GEN_DISK_OUTDATED : GEN_DISK_UPTODATE;
+	p->resynced_us = same;
+	plog(LOG_NOTICE, vol->name, "resync from %s done: %s%s", p->node,
+	     gen_disk_name(vol->disk_state), gone ? " (the link went before our flush ended)" : "");
 	repl__peers_tell_state(vol);
 	repl__changed(vol);
 }

@@ -350,6 +350,9 @@ void repl_volume_mark_outdated(struct repl_volume *vol)
 {
 	struct meta_super sb = *meta_get(vol->meta);
 
+	/* counted even when it changes nothing now: a resync that ends
+	 * after its source went must not make this replica UpToDate then */
+	vol->outdate_notices++;
 	if (vol->role == REPL_PRIMARY || vol->disk_state != GEN_DISK_UPTODATE)
 		return;
 	sb.disk_state = META_OUTDATED;
