@@ -384,6 +384,14 @@ void meta_assume(struct meta *m, const struct meta_super *sb)
 	}
 }
 
+void meta_refuse(struct meta *m, const char *why)
+{
+	if (m->broken)
+		return;
+	log_err("meta %s: %s; refusing further writes", m->path, why);
+	m->broken = -EIO;
+}
+
 int meta_broken(const struct meta *m)
 {
 	return m->broken;

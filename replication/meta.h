@@ -150,6 +150,10 @@ int meta_update(struct meta *m, const struct meta_super *sb);
  * only a power loss that keeps the update and drops the voiding brings
  * it back), so that the next open takes the superblock meta_get() shows. */
 int meta_update_void_failed(struct meta *m, const struct meta_super *sb);
+/* The caller cannot go on without an update that failed: the metadata
+ * refuses every further update and flush (meta_broken()), as after a
+ * failed fdatasync, until the volume is opened again.  why: for the log. */
+void meta_refuse(struct meta *m, const char *why);
 /* After a failed meta_update of sb that the caller must not be taken
  * back from (the write may have landed: a failed update is "maybe
  * recorded"): meta_get() shows sb from now on, and the metadata refuses

@@ -21,8 +21,9 @@
 #include "util.h"
 
 /* The lost peer p gets a new generation here (its bitmap generation is
- * what it holds): from now on this replica's data is ahead of it. */
-static void new_gen_for(struct peer *p)
+ * what it holds): from now on this replica's data is ahead of it.  0, or
+ * -EIO: not recorded, and nothing more may be acknowledged (gen_failed()). */
+static int new_gen_for(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
@@ -33,30 +34,64 @@ static void new_gen_for(struct peer *p)
 	repl__peer_gen_side(vol, (int)p->idx, &g);
 	g.primary = true;
 	if (gen_on_disconnect_primary(&g, id) < 0)
-		return;
+		return 0;
 	repl__gen_store(&sb, (int)p->idx, &g);
 	/* Failed, it is not told to the others: it must not come back at a
 	 * restart either (issue 13: a split brain with a replica promoted
 	 * meanwhile). */
-	if (meta_update_void_failed(vol->meta, &sb) < 0)
+	if (meta_update_void_failed(vol->meta, &sb) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record a new generation for %s", p->node);
+		return -EIO;
+	}
 	repl__peers_tell_state(vol);
+	return 0;
+}
+
+/* A write acknowledged without the lost peer and without its new
+ * generation on disk would be one that peer lacks while the generations
+ * say it holds everything: a third replica that later takes our data by
+ * a full resync has no bitmap for it, and resyncs it by its own empty
+ * one (sim seed 1929 of the EIO profile, with the migration fault: a
+ * write lost that way).  So the writes in flight and held fail, and so
+ * does every later one, until the daemon opens the volume again (status
+ * says the metadata fails: the cluster restarts it). */
+static void freeze_clear(struct repl_volume *vol);
+
+static void gen_failed(struct repl_volume *vol)
+{
+	meta_refuse(vol->meta, "a new generation for a lost peer could not be recorded");
+	for (struct vwrite *w = vol->writes; w; w = w->vnext)
+		w->result = -EIO;
+	freeze_clear(vol);
+	repl__rep_fail_frozen(vol, -EIO);
+}
+
+/* The generations the outdates deferred; 0, or -EIO if one failed. */
+static int new_gens_pending(struct repl_volume *vol)
+{
+	int r = 0;
+
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (vol->peers[i]->gen_pending && new_gen_for(vol->peers[i]) < 0)
+			r = -EIO;
+	return r;
 }
 
 /* The outdates are confirmed (or the wait for them timed out): the
  * generations they deferred are made, before any held write is
- * acknowledged. */
-static void new_gens_pending(struct repl_volume *vol)
+ * acknowledged; if one cannot be, none is (gen_failed()). */
+static void new_gens_pending_then_thaw(struct repl_volume *vol)
 {
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		if (vol->peers[i]->gen_pending)
-			new_gen_for(vol->peers[i]);
+	if (new_gens_pending(vol) < 0)
+		gen_failed(vol);
+	else
+		repl__rep_thaw(vol);
 }
 
 void repl__rep_gen_catch_up(struct peer *p)
 {
-	if (p->gen_pending)
-		new_gen_for(p);
+	if (p->gen_pending && new_gen_for(p) < 0)
+		gen_failed(p->vol);
 }
 
 /* No confirmation is awaited any more; one that comes late is ignored. */
@@ -77,9 +112,41 @@ static void freeze_timeout(void *arg)
 	plog(LOG_WARNING, vol->name, "other replicas did not confirm the outdate "
 	     "within %u ms: continuing on the local record alone",
 	     vol->outdate_timeout_ms);
-	new_gens_pending(vol);
 	freeze_clear(vol);
-	repl__rep_thaw(vol);
+	new_gens_pending_then_thaw(vol);
+}
+
+/* The record of p Outdated goes to the cluster (cluster mode: the group
+ * records it; that alone releases the acks, with no timeout: a partition
+ * without quorum never confirms), or to the other connected replicas,
+ * each confirming its notice (else the timeout releases them).  The
+ * acknowledgements wait (freeze) meanwhile; none to wait for: at once. */
+static void ask_outdate(struct repl_volume *vol, struct peer *p)
+{
+	if (vol->eng->hooks.outdate &&
+	    vol->eng->hooks.outdate(vol->eng->hooks.arg, vol, p->node, ++vol->outdate_token) == 0) {
+		vol->freeze++;
+		for (unsigned i = 0; i < vol->n_peers; i++) {
+			struct peer *o = vol->peers[i];
+			if (o != p && repl__peer_up(o))
+				repl__peer_send_outdate(o, p, vol->outdate_token);
+		}
+		return;
+	}
+	/* Each notice has its token; only its confirmation counts (any
+	 * other STATE of the peer says nothing about this record). */
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *o = vol->peers[i];
+		if (o == p || !repl__peer_up(o) ||
+		    repl__peer_send_outdate(o, p, ++vol->outdate_token) < 0)
+			continue;
+		vol->freeze++;
+		o->outdate_waits++;
+		o->outdate_wait_token = vol->outdate_token;
+	}
+	if (vol->freeze && !vol->freeze_timer)
+		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
+				&vol->freeze_timer);
 }
 
 /* The peer will not see writes from now on: say so durably, here and on
@@ -111,34 +178,9 @@ static void outdate_peer(struct peer *p)
 		plog_errno(LOG_ERR, vol->name, -r, "cannot record %s as Outdated", p->node);
 	else
 		plog(LOG_WARNING, vol->name, "peer %s is gone: recorded as Outdated", p->node);
-	/* Cluster mode: the group records it; that alone releases the acks,
-	 * with no timeout (a partition without quorum never confirms). */
-	if (vol->eng->hooks.outdate &&
-	    vol->eng->hooks.outdate(vol->eng->hooks.arg, vol, p->node, ++vol->outdate_token) == 0) {
-		vol->freeze++;
-		for (unsigned i = 0; i < vol->n_peers; i++) {
-			struct peer *o = vol->peers[i];
-			if (o != p && repl__peer_up(o))
-				repl__peer_send_outdate(o, p, vol->outdate_token);
-		}
-		return;
-	}
-	/* Each notice has its token; only its confirmation counts (any
-	 * other STATE of the peer says nothing about this record). */
-	for (unsigned i = 0; i < vol->n_peers; i++) {
-		struct peer *o = vol->peers[i];
-		if (o == p || !repl__peer_up(o) ||
-		    repl__peer_send_outdate(o, p, ++vol->outdate_token) < 0)
-			continue;
-		vol->freeze++;
-		o->outdate_waits++;
-		o->outdate_wait_token = vol->outdate_token;
-	}
-	if (!vol->freeze)
-		new_gen_for(p);	/* nobody to confirm: at once */
-	if (vol->freeze && !vol->freeze_timer)
-		repl__timer_add(vol->eng, vol->outdate_timeout_ms, freeze_timeout, vol,
-				&vol->freeze_timer);
+	ask_outdate(vol, p);
+	if (!vol->freeze && new_gen_for(p) < 0)	/* nobody to confirm: at once */
+		gen_failed(vol);
 }
 
 /* Held acknowledgements are failed, not given: a stop must not turn a
@@ -152,7 +194,7 @@ void repl__rep_close(struct repl_volume *vol)
 	repl__rep_al_fail_waiting(vol);
 	/* The held writes are on this disk: a stop without the confirmation
 	 * keeps this replica ahead of the lost peer, as it is. */
-	new_gens_pending(vol);
+	(void)new_gens_pending(vol);
 	freeze_clear(vol);
 	repl__rep_fail_frozen(vol, -ESHUTDOWN);
 }
@@ -163,10 +205,8 @@ void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
 		return;
 	plog(LOG_INFO, vol->name, "the cluster recorded the outdate (%llu)",
 	     (unsigned long long)token);
-	if (--vol->freeze == 0) {
-		new_gens_pending(vol);
-		repl__rep_thaw(vol);
-	}
+	if (--vol->freeze == 0)
+		new_gens_pending_then_thaw(vol);
 }
 
 /* p confirmed the notice with this token: it, and the notices sent to p
@@ -183,8 +223,7 @@ void repl__rep_outdate_confirmed(struct peer *p, uint64_t token)
 	p->outdate_waits = 0;
 	if (vol->freeze == 0) {
 		repl__timer_del(vol->eng, &vol->freeze_timer);
-		new_gens_pending(vol);
-		repl__rep_thaw(vol);
+		new_gens_pending_then_thaw(vol);
 	}
 }
 
