@@ -183,6 +183,45 @@ static void outdate_peer(struct peer *p)
 		gen_failed(vol);
 }
 
+/* A new Primary acknowledges writes without the peers that are away:
+ * they are recorded Outdated, here and by the cluster (or the connected
+ * peers), before the first acknowledgement, as a peer lost while Primary
+ * is (outdate_peer(); the promotion made the new generation already).
+ * Without it nothing told a replica that was away at a promotion that it
+ * missed the new Primary's writes: with that Primary gone, it could be
+ * promoted and serve data without them (the simulator's cluster manager
+ * recorded such replicas itself, which replagentd's does not: with that
+ * taken out, 35 of 300 seeds lost writes). */
+void repl__rep_outdate_absent(struct repl_volume *vol)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+	bool any = false;
+	int r;
+
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && (p->link == REPL_LINK_CONNECTED ||
+					 p->link == REPL_LINK_SYNC_SOURCE))
+			continue;
+		any = true;
+		sb.peers[p->idx].disk_state = META_OUTDATED;
+	}
+	if (!any)
+		return;
+	r = meta_update(vol->meta, &sb);
+	if (r < 0)
+		plog_errno(LOG_ERR, vol->name, -r, "cannot record the replicas away as Outdated");
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && (p->link == REPL_LINK_CONNECTED ||
+					 p->link == REPL_LINK_SYNC_SOURCE))
+			continue;
+		plog(LOG_NOTICE, vol->name, "peer %s is away at the promotion: recorded as "
+		     "Outdated", p->node);
+		ask_outdate(vol, p);
+	}
+}
+
 /* Held acknowledgements are failed, not given: a stop must not turn a
  * write the cluster has not secured into a success. */
 void repl__rep_close(struct repl_volume *vol)

@@ -247,6 +247,10 @@ void repl__rep_peer_down(struct peer *p);
 void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
 /* p is back before its outdate was confirmed: its new generation now. */
 void repl__rep_gen_catch_up(struct peer *p);
+/* outdate.c: called by role.c.  Just promoted: the peers away now are
+ * outdated as a lost peer is (here, and by the cluster or the connected
+ * peers), before any write is acknowledged. */
+void repl__rep_outdate_absent(struct repl_volume *vol);
 /* outdate.c: called by volume.c.  Shutting down: a peer lost now is not
  * outdated; held writes go. */
 void repl__rep_close(struct repl_volume *vol);

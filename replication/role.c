@@ -314,6 +314,9 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 		repl__recent_after_promotion(vol);
 	}
 	repl__changed(vol);
+	/* after the cluster heard of the role (changed): its outdate
+	 * requests come from the Primary it knows */
+	repl__rep_outdate_absent(vol);
 	return 0;
 }
 

@@ -141,7 +141,6 @@ static int hook_outdate(void *arg, struct repl_volume *vol, const char *node, ui
 }
 
 static void clear_outdated(void);
-static void outdate_absent(int p);
 
 /* replagentd's Primary says which replicas are in sync again whenever its
  * state changes (clusterd_hook_changed(), "in sync again" records), not
@@ -163,7 +162,6 @@ static void hook_changed(void *arg, struct repl_volume *vol)
 		trace("cm: n%d took the Primary role from its migration window: the cluster "
 		      "records it", n->id);
 		cm_primary = last_promoted = n->id;
-		outdate_absent(n->id);	/* as at a promotion (roles()) */
 		oracle_role_moved(n->id);
 	}
 	was_primary[n->id] = primary;
@@ -377,27 +375,6 @@ static void clear_outdated(void)
 	}
 }
 
-/* A new Primary writes without the replicas it is not connected to: the
- * cluster records them Outdated at once (fencing at promotion; the
- * engine's outdate hook covers only peers lost while Primary). */
-static void outdate_absent(int p)
-{
-	struct repl_volume_status st;
-
-	repl_volume_status(nodes[p].vol, &st);
-	for (unsigned k = 0; k < st.n_peers; k++) {
-		int j = st.peers[k].node[1] - '0';
-		enum repl_link_state l = st.peers[k].link;
-
-		if (l == REPL_LINK_CONNECTED || l == REPL_LINK_SYNC_SOURCE || cm_outdated[j])
-			continue;
-		trace("cm: n%d is not connected to the new Primary: Outdated", j);
-		cm_outdated[j] = true;
-		if (nodes[j].alive && reachable(p, j))
-			ON(j, repl_volume_mark_outdated(nodes[j].vol));
-	}
-}
-
 static void roles(void)
 {
 	char why[200];
@@ -427,27 +404,31 @@ static void roles(void)
 	if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs)
 		cm_primary = -1;	/* it stepped down by itself */
 	for (int i = 0; i < (int)n_replicas; i++) {
-		int r;
+		int r, prev;
 
 		if (!nodes[i].alive || side[i] != qs || cm_outdated[i])
 			continue;
 		if (failovers >= max_failovers && bootstrapped && !owed_promotion)
 			return;
+		/* the cluster knows whom it promotes: the new Primary's
+		 * requests to outdate the replicas away (the engine makes them
+		 * as it is promoted) are its */
+		prev = last_promoted;
+		last_promoted = i;
 		cm_promoting = true;
 		ON(i, r = repl_volume_promote(nodes[i].vol, !bootstrapped, why, sizeof(why)));
 		cm_promoting = false;
 		if (r < 0) {
+			last_promoted = prev;
 			trace("cm: n%d cannot be promoted: %s", i, why);
 			continue;
 		}
 		trace("cm: promoted n%d%s", i, bootstrapped ? "" : " (bootstrap, forced)");
-		outdate_absent(i);
 		if (bootstrapped && !owed_promotion)
 			failovers++;
 		owed_promotion = false;
 		bootstrapped = true;
 		cm_primary = i;
-		last_promoted = i;
 		oracle_promoted(i);
 		oracle_client_connect(i);
 		return;
