@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -473,6 +474,11 @@ int main(int argc, char **argv)
 		}
 	}
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	/* Large blocks (the engine's frames and read buffers, the disks)
+	 * from the heap, kept when freed: a run allocates and frees them
+	 * over and over, and fresh pages for each were most of its time. */
+	mallopt(M_MMAP_THRESHOLD, 64 << 20);
+	mallopt(M_TRIM_THRESHOLD, 256 << 20);
 	if (runs)
 		return sweep(from, runs, jobs ? jobs : 1);
 	return run(seed);

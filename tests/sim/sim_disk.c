@@ -134,11 +134,20 @@ static struct vfile *file_new(int node, const char *path, bool dir)
 
 static void resize(struct vfile *f, uint64_t size)
 {
-	f->cache = realloc(f->cache, size ? size : 1);
-	f->durable = realloc(f->durable, size ? size : 1);
+	if (!f->size && size) {
+		/* a new file's zeroes: calloc, whose large blocks are fresh
+		 * pages touched only when written (the suite's sim time) */
+		free(f->cache);
+		free(f->durable);
+		f->cache = calloc(1, size);
+		f->durable = calloc(1, size);
+	} else {
+		f->cache = realloc(f->cache, size ? size : 1);
+		f->durable = realloc(f->durable, size ? size : 1);
+	}
 	if (!f->cache || !f->durable)
 		exit(2);
-	if (size > f->size) {
+	if (size > f->size && f->size) {
 		memset(f->cache + f->size, 0, size - f->size);
 		memset(f->durable + f->size, 0, size - f->size);
 	}
@@ -153,11 +162,18 @@ static bool eio(void)
 	return true;
 }
 
+/* The durable copy is the cache less the writes pending since the last
+ * flush (write_at(), the only writer of either besides a resize and a
+ * power loss, which keep them equal): applied in order, they make it the
+ * cache again. */
 static void make_durable(struct vfile *f)
 {
 	if (f->pend)
 		trace("disk: %s durable", f->path ? f->path : "(unlinked)");
-	memcpy(f->durable, f->cache, f->size);
+	for (struct pend *p = f->pend; p; p = p->next)
+		if (p->off < f->size)
+			memcpy(f->durable + p->off, p->data,
+			       p->off + p->len <= f->size ? p->len : f->size - p->off);
 	pend_clear(f);
 }
 
