@@ -15,9 +15,10 @@
 # the list shrinks as they are fixed.  Replay any seed with
 #   tests/sim/replsim --seed N --trace        (add --no-eio for sim.sh's)
 # It runs in both of CI's builds: in the one with AddressSanitizer and
-# UBSan (a sanitizer build of replsim), SIM_RUNS defaults to 300 seeds
-# (about a minute; 100 for the EIO profile), and any sanitizer report
-# fails the test, even where replsim's own exit status would pass
+# UBSan (a sanitizer build of replsim), SIM_RUNS defaults to 200 seeds
+# (about 40 s in CI; 100 for the EIO and split-brain profiles), and any
+# sanitizer report fails the test, even where replsim's own exit status
+# would pass
 # (e9fd100's null memcpy went unnoticed for a while because only the
 # plain build ran it).
 set -u
@@ -44,7 +45,7 @@ split-brain)
 	profile=(--no-eio)
 	label=sim
 	runs_plain=${SIM_RUNS:-3500}
-	runs_san=${SIM_RUNS:-300}
+	runs_san=${SIM_RUNS:-200}
 	;;
 esac
 sanitized=false
