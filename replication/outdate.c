@@ -20,6 +20,12 @@
 #include "sys.h"
 #include "util.h"
 
+/* p receives every write: connected, in sync or our resync's target. */
+static bool link_in_sync(const struct peer *p)
+{
+	return p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE;
+}
+
 /* The lost peer p gets a new generation here (its bitmap generation is
  * what it holds): from now on this replica's data is ahead of it.  0, or
  * -EIO: not recorded, and nothing more may be acknowledged (gen_failed()). */
@@ -55,7 +61,13 @@ static int new_gen_for(struct peer *p)
  * write lost that way).  So the writes in flight and held fail, and so
  * does every later one, until the daemon opens the volume again (status
  * says the metadata fails: the cluster restarts it). */
-static void freeze_clear(struct repl_volume *vol);
+/* No confirmation is awaited any more; one that comes late is ignored. */
+static void freeze_clear(struct repl_volume *vol)
+{
+	vol->freeze = 0;
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		vol->peers[i]->outdate_waits = 0;
+}
 
 static void gen_failed(struct repl_volume *vol)
 {
@@ -92,14 +104,6 @@ void repl__rep_gen_catch_up(struct peer *p)
 {
 	if (p->gen_pending && new_gen_for(p) < 0)
 		gen_failed(p->vol);
-}
-
-/* No confirmation is awaited any more; one that comes late is ignored. */
-static void freeze_clear(struct repl_volume *vol)
-{
-	vol->freeze = 0;
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		vol->peers[i]->outdate_waits = 0;
 }
 
 static void freeze_timeout(void *arg)
@@ -200,8 +204,7 @@ void repl__rep_outdate_absent(struct repl_volume *vol)
 
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
-		if (repl__peer_up(p) && (p->link == REPL_LINK_CONNECTED ||
-					 p->link == REPL_LINK_SYNC_SOURCE))
+		if (repl__peer_up(p) && link_in_sync(p))
 			continue;
 		any = true;
 		sb.peers[p->idx].disk_state = META_OUTDATED;
@@ -213,8 +216,7 @@ void repl__rep_outdate_absent(struct repl_volume *vol)
 		plog_errno(LOG_ERR, vol->name, -r, "cannot record the replicas away as Outdated");
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
-		if (repl__peer_up(p) && (p->link == REPL_LINK_CONNECTED ||
-					 p->link == REPL_LINK_SYNC_SOURCE))
+		if (repl__peer_up(p) && link_in_sync(p))
 			continue;
 		plog(LOG_NOTICE, vol->name, "peer %s is away at the promotion: recorded as "
 		     "Outdated", p->node);
@@ -269,7 +271,7 @@ void repl__rep_outdate_confirmed(struct peer *p, uint64_t token)
 void repl__rep_peer_down(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
-	bool was_in_sync = p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE;
+	bool was_in_sync = link_in_sync(p);
 
 	repl__rs_stop(p);
 	/* Its confirmations cannot come any more (a new link confirms only

@@ -94,7 +94,7 @@ struct peer {
 	 * is retried, not StandAlone, until a link comes up (handshake.h) */
 	bool keeping;
 	/* as a target at the end of a resync: the source's disk state, and
-	 * repl__outdate_notices() then (rs_uptodate()) */
+	 * the volume's outdate_notices then (rs_uptodate()) */
 	enum gen_disk rs_src_disk;
 	unsigned rs_outdate_mark;
 	/* regions it acknowledged and may not have flushed (peer_unflushed.c) */

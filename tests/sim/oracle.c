@@ -615,18 +615,14 @@ void oracle_role_moved(int node)
  * Primary that node is in sync? */
 static bool in_sync_with_primary(const struct repl_volume_status *st, int node)
 {
-	struct repl_volume_status ps;
 	int p = cm_primary;
-	bool conn = false, ok = false;
+	bool conn = false;
 
 	if (p < 0 || !nodes[p].alive)
 		return false;
 	for (unsigned k = 0; k < st->n_peers; k++)
 		conn |= st->peers[k].node[1] - '0' == p && st->peers[k].link == REPL_LINK_CONNECTED;
-	repl_volume_status(nodes[p].vol, &ps);
-	for (unsigned k = 0; k < ps.n_peers; k++)
-		ok |= ps.peers[k].node[1] - '0' == node && ps.peers[k].in_sync;
-	return conn && ok;
+	return conn && (in_sync_holders(p) & (1u << node));
 }
 
 /* What status says of each replica agrees with what it holds: one that
