@@ -43,6 +43,7 @@ static void notify(struct clusterd *cd)
 
 static void apply_quorum(struct clusterd *cd);
 static void on_sync_done(struct clusterd *cd, uint32_t nodeid);
+static void save_pending(struct clusterd *cd);
 
 static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 {
@@ -75,6 +76,8 @@ static void on_voldef(struct clusterd *cd, const struct voldef *d)
 	if (r == VOLDB_NEW || r == VOLDB_UPDATED) {
 		log_notice("cluster: volume %s %s (version %" PRIu64 ")", d->name,
 			   d->deleted ? "deleted" : "defined", d->version);
+		if (d->deleted && outdates_remove(&cd->records, d->name, NULL))
+			save_pending(cd);
 		clusterd__apply_def(cd, voldb_find(cd->db, d->name));
 	}
 }
@@ -87,17 +90,103 @@ static const char *name_of(struct clusterd *cd, uint32_t nodeid)
 	return NULL;
 }
 
-/* The pending requests go to the state directory at each change, before
- * the group hears of a new one: a daemon that stops before the group
- * records it sends it again at its next start (clusterd_open()). */
+/* The pending requests and the group's records go to the state directory
+ * at each change, before the group hears of a new request: a daemon that
+ * stops before the group records it sends it again at its next start
+ * (clusterd_open()), and one that restarts still knows every record. */
 static void save_pending(struct clusterd *cd)
 {
-	int r = outdates_save(cd->cfg->state_dir, cd->pending);
+	int r = outdates_save(cd->cfg->state_dir, cd->pending, cd->records);
 
 	if (r < 0)
 		log_err_errno(-r, "cluster: cannot write %s/%s: an outdate request not yet "
-			      "recorded by the group is lost if this daemon stops",
-			      cd->cfg->state_dir, OUTDATES_FILE);
+			      "recorded by the group, or the group's record, is lost if this "
+			      "daemon stops", cd->cfg->state_dir, OUTDATES_FILE);
+}
+
+/* A member other than except that says it is Primary of volume. */
+static bool other_claim(struct clusterd *cd, const char *volume, uint32_t except)
+{
+	for (size_t i = 0; i < cd->n_primaries; i++)
+		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
+		    cd->primaries[i].nodeid != except &&
+		    clusterd__is_member(cd, cd->primaries[i].nodeid))
+			return true;
+	return false;
+}
+
+/* ---- the group's records -------------------------------------------------------- */
+
+/* Every member keeps the group's word that a replica is Outdated
+ * (outdates.h says why), whoever says it: the Primary that lost the
+ * replica, or a member that knew it (the state exchange).  Not about a
+ * member that says it is Primary of the volume (a deposed Primary's
+ * metadata may still name the one promoted since), nor about a volume or
+ * a node the group does not know. */
+static void record_outdated(struct clusterd *cd, const struct clmsg_outdate *o)
+{
+	const struct voldef *d = voldb_find(cd->db, o->volume);
+	const struct primary_rec *pr = clusterd__primary_rec(cd, o->volume, o->node);
+	int r;
+
+	if (!d || d->deleted || !clusterd__def_has_node(d, o->node) ||
+	    (pr && clusterd__is_member(cd, pr->nodeid)))
+		return;
+	r = outdates_add_record(&cd->records, o->volume, o->node);
+	if (r < 0) {
+		log_err_errno(-r, "cluster: %s: cannot keep the record that %s is Outdated",
+			      o->volume, o->node);
+		return;
+	}
+	if (r == 0)
+		return;
+	log_info("cluster: %s: the group records %s as Outdated", o->volume, o->node);
+	save_pending(cd);
+}
+
+/* "node is in sync again" (or, from a Primary promoted just now, "I am
+ * current"): a record goes only on the word of the one member that says
+ * it is Primary of the volume, in a configuration whose state exchange is
+ * over; while two claim it (a deposed Primary back from a minority), or
+ * before the exchange ends, the record stays: the Primary says it again
+ * at its next change. */
+static void clear_record(struct clusterd *cd, uint32_t from, const struct clmsg_outdate *o)
+{
+	const char *sender = from == cd->nodeid ? cd->cfg->node : name_of(cd, from);
+	const struct primary_rec *pr = sender ? clusterd__primary_rec(cd, o->volume, sender) :
+		NULL;
+
+	if (!cd->synced || !pr || pr->nodeid != from || other_claim(cd, o->volume, from) ||
+	    !outdates_remove(&cd->records, o->volume, o->node))
+		return;
+	log_info("cluster: %s: %s says %s is %s: the group's record that it is Outdated "
+		 "is cleared", o->volume, sender, o->node,
+		 strcmp(sender, o->node) == 0 ? "Primary" : "in sync");
+	save_pending(cd);
+}
+
+int clusterd__record_rule(struct clusterd *cd, const char *volume, char *why, size_t len)
+{
+	if (!outdates_find(cd->records, volume, cd->cfg->node))
+		return 0;
+	snprintf(why, len, "the cluster recorded this replica Outdated: it lacks writes a "
+		 "Primary acknowledged without it; promote the replica that has them (it "
+		 "resyncs this one), or, if none is left, use --force and lose those writes");
+	return -EPERM;
+}
+
+void clusterd__apply_records(struct clusterd *cd, struct repl_volume *vol)
+{
+	const char *name = repl_volume_name(vol);
+
+	for (const struct pending_outdate *po = cd->records; po; po = po->next) {
+		if (strcmp(po->volume, name) != 0)
+			continue;
+		if (strcmp(po->node, cd->cfg->node) == 0)
+			repl_volume_mark_outdated(vol);
+		else
+			repl_volume_peer_outdated(vol, po->node);
+	}
 }
 
 /* "node is in sync again", from the Primary. */
@@ -123,9 +212,11 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 	struct pending_outdate **pp, *po;
 
 	if (o->generation == 0) {
+		clear_record(cd, from, o);
 		on_in_sync(cd, from, vol, o);
 		return;
 	}
+	record_outdated(cd, o);
 	/* A stale record about a replica we, the Primary, know is in sync:
 	 * say so, which clears it everywhere.  "In sync" here is what we
 	 * know, not what it says: an earlier copy of the same stale record
@@ -591,8 +682,19 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 	struct clusterd *cd = arg;
 
 	if (cd->ready) {
+		bool primary = repl_volume_role(vol) == REPL_PRIMARY;
+		/* Promoted just now (the group has not delivered our claim
+		 * yet): whatever the group recorded of this replica is void,
+		 * it is the reference now; said after the claim, which is
+		 * what makes the members take it (clear_record()).  Not at a
+		 * state exchange: a deposed Primary back from a minority says
+		 * its old claim again there. */
+		bool fresh = primary && !clusterd__primary_rec(cd, repl_volume_name(vol),
+							       cd->cfg->node);
 		clusterd__send_role(cd, vol);
-		if (repl_volume_role(vol) == REPL_PRIMARY)
+		if (fresh)
+			clusterd__send_record(cd, repl_volume_name(vol), cd->cfg->node, false);
+		if (primary)
 			clusterd__send_records(cd, vol);
 	}
 }
@@ -604,10 +706,12 @@ void clusterd_hook_changed(void *arg, struct repl_volume *vol)
 static void load_pending(struct clusterd *cd)
 {
 	char why[160] = "";
-	int r = outdates_load(cd->cfg->state_dir, &cd->pending, why, sizeof(why));
+	int r = outdates_load(cd->cfg->state_dir, &cd->pending, &cd->records, why,
+			      sizeof(why));
 
 	if (r < 0) {
-		log_err("cluster: %s/%s: %s; its outdate requests are not sent again",
+		log_err("cluster: %s/%s: %s; its outdate requests are not sent again, and "
+			"the group's records it kept are not known here",
 			cd->cfg->state_dir, OUTDATES_FILE, why[0] ? why : strerror(-r));
 		return;
 	}
@@ -663,5 +767,6 @@ void clusterd_close(struct clusterd *cd)
 	cluster_close(cd->cl);
 	voldb_free(cd->db);
 	outdates_free(cd->pending);	/* the file keeps what is pending */
+	outdates_free(cd->records);
 	free(cd);
 }

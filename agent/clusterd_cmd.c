@@ -49,13 +49,15 @@ static int promotion_rules(struct clusterd *cd, struct repl_volume *vol, bool ta
 	return 0;
 }
 
-/* In a mixed cluster (clusterd.c, other_version()) only a person who
- * says so promotes. */
+/* A replica the group recorded Outdated, or any in a mixed cluster
+ * (clusterd.c, other_version()): only a person who says so promotes. */
 static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *why,
 			 size_t len)
 {
 	int r = promotion_rules(arg, vol, false, why, len);
 
+	if (r == 0 && !force)
+		r = clusterd__record_rule(arg, repl_volume_name(vol), why, len);
 	return r == 0 && !force ? clusterd__mixed_rule(arg, why, len) : r;
 }
 
@@ -64,6 +66,8 @@ int clusterd_hook_may_promote(void *arg, struct repl_volume *vol, bool takeover,
 {
 	int r = promotion_rules(arg, vol, takeover, why, len);
 
+	if (r == 0)
+		r = clusterd__record_rule(arg, repl_volume_name(vol), why, len);
 	return r == 0 ? clusterd__mixed_rule(arg, why, len) : r;
 }
 

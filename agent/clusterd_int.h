@@ -65,11 +65,20 @@ struct clusterd {
 	struct primary_rec primaries[256];
 	size_t n_primaries;
 	struct pending_outdate *pending;	/* in STATE_DIR/outdates too */
+	struct pending_outdate *records;	/* the group's Outdated records,
+						 * there too (outdates.h) */
 	void (*notify)(void *arg);	/* the view may have changed */
 	void *notify_arg;
 };
 
 /* The promotion rule of a mixed cluster: 0, or -EPERM and why. */
 int clusterd__mixed_rule(const struct clusterd *cd, char *why, size_t len);
+
+/* The promotion rule of the group's records: 0, or -EPERM and why when
+ * the group recorded this node's replica of volume Outdated. */
+int clusterd__record_rule(struct clusterd *cd, const char *volume, char *why, size_t len);
+
+/* The group's records of volume told to this node's replica of it. */
+void clusterd__apply_records(struct clusterd *cd, struct repl_volume *vol);
 
 #endif

@@ -118,6 +118,11 @@ void clusterd__send_state(struct clusterd *cd)
 		clusterd__send_role(cd, v);
 		clusterd__send_records(cd, v);
 	}
+	/* The group's records this node keeps, also of volumes it does not
+	 * replicate: a member back from a crash hears them before the
+	 * exchange ends, so before any promotion it could make. */
+	for (const struct pending_outdate *po = cd->records; po; po = po->next)
+		clusterd__send_record(cd, po->volume, po->node, true);
 	m.type = CLMSG_SYNC_DONE;
 	m.u.sync_done.nodeid = cd->nodeid;
 	clusterd__send_msg(cd, &m);

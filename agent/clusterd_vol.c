@@ -70,6 +70,7 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	volfail_clear(cd->failed, d->name);
 	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
 	log_notice("cluster: volume %s attached (%s)", d->name, backing);
+	clusterd__apply_records(cd, repl_volume_find(cd->eng, d->name));
 }
 
 /* A deleted volume's files are renamed, not removed: the data stays for a

@@ -1,6 +1,6 @@
-/* outdates.c: the file of outdate requests the group has not recorded yet
- * (outdates.h).  Rare (a Primary losing a peer), small, written whole
- * each time: the new file is fsync'ed and renamed into place, so a power
+/* outdates.c: the file of the group's Outdated records and of the outdate
+ * requests it has not recorded yet (outdates.h).  Rare (a Primary losing a
+ * peer), small, written whole each time: the new file is fsync'ed and renamed into place, so a power
  * loss leaves the old list or the new one, never a part. */
 #include "config.h"
 
@@ -15,25 +15,41 @@
 #include "outdates.h"
 #include "util.h"
 
-#define HEADER "# replagentd: outdate requests the cluster has not recorded yet (volume node token)\n"
-#define FILE_MAX 65536
+#define HEADER "# replagentd: replicas the cluster recorded Outdated (volume node), " \
+	"outdate requests it has not recorded yet (volume node token)\n"
+/* 1024 volumes of 3 replicas, every name at its longest */
+#define FILE_MAX (1024 * 3 * 2 * (CLMSG_NAME_MAX + 21))
+
+/* Appends list's lines to buf, which holds *len bytes: 0 or -ENOSPC. */
+static int format_lines(const struct pending_outdate *list, char *buf, size_t cap, size_t *len)
+{
+	for (const struct pending_outdate *po = list; po; po = po->next) {
+		int n = po->token ? snprintf(buf + *len, cap - *len, "%s %s %" PRIu64 "\n",
+					     po->volume, po->node, po->token) :
+			snprintf(buf + *len, cap - *len, "%s %s\n", po->volume, po->node);
+		if (n < 0 || (size_t)n >= cap - *len)
+			return -ENOSPC;
+		*len += (size_t)n;
+	}
+	return 0;
+}
+
+static int format(const struct pending_outdate *a, const struct pending_outdate *b,
+		  char *buf, size_t cap)
+{
+	size_t len = strlen(HEADER);
+
+	if (len >= cap)
+		return -ENOSPC;
+	memcpy(buf, HEADER, len + 1);
+	if (format_lines(a, buf, cap, &len) < 0 || format_lines(b, buf, cap, &len) < 0)
+		return -ENOSPC;
+	return (int)len;
+}
 
 int outdates_format(const struct pending_outdate *list, char *buf, size_t cap)
 {
-	size_t len = 0;
-	int n = snprintf(buf, cap, "%s", HEADER);
-
-	if (n < 0 || (size_t)n >= cap)
-		return -ENOSPC;
-	len = (size_t)n;
-	for (const struct pending_outdate *po = list; po; po = po->next) {
-		n = snprintf(buf + len, cap - len, "%s %s %" PRIu64 "\n", po->volume, po->node,
-			     po->token);
-		if (n < 0 || (size_t)n >= cap - len)
-			return -ENOSPC;
-		len += (size_t)n;
-	}
-	return (int)len;
+	return format(list, NULL, buf, cap);
 }
 
 static int parse_line(char *line, struct pending_outdate *po, const char **why)
@@ -42,8 +58,8 @@ static int parse_line(char *line, struct pending_outdate *po, const char **why)
 	char *node = strtok_r(NULL, " \t", &save), *tok = strtok_r(NULL, " \t", &save);
 	char *end;
 
-	if (!vol || !node || !tok || strtok_r(NULL, " \t", &save)) {
-		*why = "expected three fields: volume node token";
+	if (!vol || !node || (tok && strtok_r(NULL, " \t", &save))) {
+		*why = "expected volume node (a record) or volume node token (a request)";
 		return -EINVAL;
 	}
 	if (!clmsg_volume_name_ok(vol) || !clmsg_node_name_ok(node)) {
@@ -51,8 +67,8 @@ static int parse_line(char *line, struct pending_outdate *po, const char **why)
 		return -EINVAL;
 	}
 	errno = 0;
-	po->token = strtoull(tok, &end, 10);
-	if (errno || *end || tok[0] == '-' || po->token == 0) {
+	po->token = tok ? strtoull(tok, &end, 10) : 0;
+	if (tok && (errno || *end || tok[0] == '-' || po->token == 0)) {
 		*why = "the token is not a number above 0";
 		return -EINVAL;
 	}
@@ -105,17 +121,27 @@ static int open_dir(const char *dir)
 	return fd < 0 ? -errno : fd;
 }
 
-int outdates_save(const char *dir, const struct pending_outdate *list)
+int outdates_save(const char *dir, const struct pending_outdate *pending,
+		  const struct pending_outdate *records)
 {
-	char text[FILE_MAX];
-	int len = list ? outdates_format(list, text, sizeof(text)) : 0;
-	int dfd, r;
+	char *text = NULL;
+	int len = 0, dfd, r;
 
-	if (len < 0)
-		return len;
-	if ((dfd = open_dir(dir)) < 0)
+	if (pending || records) {
+		text = malloc(FILE_MAX);
+		if (!text)
+			return -ENOMEM;
+		len = format(pending, records, text, FILE_MAX);
+		if (len < 0) {
+			free(text);
+			return len;
+		}
+	}
+	if ((dfd = open_dir(dir)) < 0) {
+		free(text);
 		return dfd;
-	if (list)
+	}
+	if (text)
 		r = file_replace_at(dfd, OUTDATES_FILE, "." OUTDATES_FILE ".tmp", text,
 				    (size_t)len);
 	else if (unlinkat(dfd, OUTDATES_FILE, 0) < 0)
@@ -123,26 +149,93 @@ int outdates_save(const char *dir, const struct pending_outdate *list)
 	else
 		r = fsync(dfd) < 0 ? -errno : 0;
 	close(dfd);
+	free(text);
 	return r;
 }
 
-int outdates_load(const char *dir, struct pending_outdate **list, char *why, size_t len)
+int outdates_load(const char *dir, struct pending_outdate **pending,
+		  struct pending_outdate **records, char *why, size_t len)
 {
-	char text[FILE_MAX];
+	char *text = malloc(FILE_MAX);
+	struct pending_outdate *all = NULL;
 	const char *err = NULL;
-	int dfd = open_dir(dir), r;
+	int dfd, r;
 
-	if (dfd < 0)
+	if (!text)
+		return -ENOMEM;
+	if ((dfd = open_dir(dir)) < 0) {
+		free(text);
 		return dfd;
-	r = file_read_text_at(dfd, OUTDATES_FILE, text, sizeof(text), &err);
+	}
+	r = file_read_text_at(dfd, OUTDATES_FILE, text, FILE_MAX, &err);
 	close(dfd);
 	if (r == -ENOENT)
-		return 0;
-	if (r < 0) {
+		r = 0;
+	else if (r < 0)
 		snprintf(why, len, "%s", err);
-		return r;
+	else
+		r = outdates_parse(text, &all, why, len);
+	free(text);
+	/* each to the end of its list, in the file's order */
+	while (pending && *pending)
+		pending = &(*pending)->next;
+	while (records && *records)
+		records = &(*records)->next;
+	while (all) {
+		struct pending_outdate *po = all;
+		all = po->next;
+		po->next = NULL;
+		if (po->token) {
+			*pending = po;
+			pending = &po->next;
+		} else {
+			*records = po;
+			records = &po->next;
+		}
 	}
-	return outdates_parse(text, list, why, len);
+	return r;
+}
+
+struct pending_outdate *outdates_find(struct pending_outdate *list, const char *volume,
+				      const char *node)
+{
+	for (; list; list = list->next)
+		if (strcmp(list->volume, volume) == 0 && strcmp(list->node, node) == 0)
+			return list;
+	return NULL;
+}
+
+int outdates_add_record(struct pending_outdate **list, const char *volume, const char *node)
+{
+	struct pending_outdate *po;
+
+	if (outdates_find(*list, volume, node))
+		return 0;
+	if (!(po = calloc(1, sizeof(*po))))
+		return -ENOMEM;
+	snprintf(po->volume, sizeof(po->volume), "%s", volume);
+	snprintf(po->node, sizeof(po->node), "%s", node);
+	while (*list)
+		list = &(*list)->next;
+	*list = po;
+	return 1;
+}
+
+unsigned outdates_remove(struct pending_outdate **list, const char *volume, const char *node)
+{
+	struct pending_outdate *po;
+	unsigned n = 0;
+
+	while ((po = *list)) {
+		if (strcmp(po->volume, volume) == 0 && (!node || strcmp(po->node, node) == 0)) {
+			*list = po->next;
+			free(po);
+			n++;
+		} else {
+			list = &po->next;
+		}
+	}
+	return n;
 }
 
 void outdates_free(struct pending_outdate *list)

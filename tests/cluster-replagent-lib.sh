@@ -262,6 +262,31 @@ rc_cmp_backings() {
 	return "$ok"
 }
 
+# rc_pair_primary VOL A B: VOL (64 MiB) created with replicas on nodes A
+# and B, both Connected within 30 s, then promoted on A.
+rc_pair_primary() {
+	local vol=$1 a=$2 b=$3
+	rc_cli "$a" volume create "$vol" --size 64M --nodes "n$a,n$b" ||
+		fail "volume create $vol failed"
+	rc_wait_all 30 "$RC_SYNCED" "$vol" "$a" "$b" ||
+		fail "$vol: n$a and n$b not Connected within 30 s"
+	rc_promote_retry "$a" 10 "$vol" || fail "promote $vol on n$a refused"
+}
+
+# rc_end_checked VOL ACKLOG A B: stops every node's replagentd, then VOL's
+# backings on nodes A and B must be identical and B's must hold every
+# write of ACKLOG (ackcheck's log of what was acknowledged); rc_finish.
+rc_end_checked() {
+	local vol=$1 ack=$2 a=$3 b=$4 i
+	for i in "${!RC_PID[@]}"; do
+		rc_stop "$i"
+	done
+	rc_cmp_backings "$vol" "$a" "$b" || fail "n$a's and n$b's backings of $vol differ"
+	ackcheck check --log "$ack" --file "$(rc_backing "$b" "$vol")" ||
+		fail "n$b's backing of $vol lacks acknowledged writes"
+	rc_finish
+}
+
 # problem MSG: a failed expectation after which the test can go on (its
 # later checks still say something): shown now, and the test fails at
 # rc_finish with the list.  For what makes the rest meaningless, use fail.
@@ -281,6 +306,16 @@ rc_finish() {
 
 # rc_log I: node I's replagentd output.
 rc_log() { echo "${CL_DIR[$1]}/log/replagentd.out"; }
+
+# rc_log_has I TEXT T: node I's replagentd log has a line with TEXT within
+# T s.
+rc_log_has() {
+	local end=$(($(date +%s) + $3))
+	until grep -q -F -- "$2" "$(rc_log "$1")"; do
+		[ "$(date +%s)" -ge "$end" ] && return 1
+		sleep 0.2
+	done
+}
 
 # rc_elapsed T0: seconds since T0 (now_s format), 2 decimals.
 rc_elapsed() { awk -v a="$1" -v b="$(now_s)" 'BEGIN { printf "%.2f\n", b - a }'; }

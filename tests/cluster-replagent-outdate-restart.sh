@@ -24,24 +24,13 @@ rc_requires
 t0=$(now_s)
 ACK=$TESTDIR/ack-n1.log
 
-# log_has I TEXT T: node I's replagentd log has a line with TEXT within T s.
-log_has() {
-	local end=$(($(date +%s) + $3))
-	until grep -q -F -- "$2" "$(rc_log "$1")"; do
-		[ "$(date +%s)" -ge "$end" ] && return 1
-		sleep 0.2
-	done
-}
-
 faultdisk_init
 rc_setup 3 0
 rc_faultdisk 1
 for i in 1 2 3; do
 	rc_start "$i"
 done
-rc_cli 1 volume create vol0 --size 64M --nodes n1,n2 || fail "volume create failed"
-rc_wait_all 30 "$RC_SYNCED" vol0 1 2 || fail "vol0: n1 and n2 not Connected within 30 s"
-rc_promote_retry 1 10 || fail "promote vol0 on n1 refused"
+rc_pair_primary vol0 1 2
 
 start_writer "$ACK" --unix "${RC_NBD[1]}" --export vol0 --duration 3 \
 	--inflight 16 --flush-every 32 --span $((16 << 20)) --stall-timeout 20
@@ -58,7 +47,7 @@ faultdisk_set eio-write "vol0.meta"
 faultdisk_set eio-flush "vol0.meta"
 cluster_kill_node 2
 cluster_wait_inquorate 1 30 || fail "n1 still quorate, alone"
-log_has 1 "cannot record n2 as Outdated" 20 ||
+rc_log_has 1 "cannot record n2 as Outdated" 20 ||
 	fail "n1 did not try (and fail) to record n2 Outdated in its metadata"
 faultdisk_log | grep -q 'vol0.meta' || fail "the shim failed no metadata I/O of n1"
 rc_wait 1 10 'v["io_frozen"]' || fail "n1's I/O does not wait for the outdate"
@@ -84,18 +73,12 @@ grep -q "sent again once the group is quorate" "$(rc_log 1)" ||
 # n2 boots: it hears that it is Outdated.  n1 is promoted again (a resync
 # between Secondaries waits for a Primary) and n2 resyncs from it.
 rc_start_node 2
-log_has 2 "this replica is Outdated" 30 || fail "n2 was not told that it is Outdated"
+rc_log_has 2 "this replica is Outdated" 30 || fail "n2 was not told that it is Outdated"
 out=$(rc_cli 2 promote vol0 2>&1) && fail "n2, Outdated, was promoted"
 log "promote on n2 refused: $out"
 rc_promote_retry 1 20 || fail "promote vol0 on n1 (the only UpToDate replica) refused"
 rc_wait_all 60 "$RC_SYNCED" vol0 1 2 || fail "n2 not back in sync with n1 within 60 s"
 rc_wait 2 5 'v["role"] == "Secondary"' || fail "n2 is not Secondary"
 
-for i in 1 2 3; do
-	rc_stop "$i"
-done
-rc_cmp_backings vol0 1 2 || fail "n1's and n2's backings differ"
-ackcheck check --log "$ACK" --file "$(rc_backing 2 vol0)" ||
-	fail "n2's backing lacks writes n1 acknowledged"
-rc_finish
+rc_end_checked vol0 "$ACK" 1 2
 log "PASS ($(rc_elapsed "$t0") s)"

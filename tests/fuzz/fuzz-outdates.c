@@ -1,8 +1,8 @@
-/* fuzz-outdates.c: the file of outdate requests the group has not recorded
- * yet (agent/outdates.c): a node reads STATE_DIR/outdates at start, and a
+/* fuzz-outdates.c: the file of the group's Outdated records and of the
+ * outdate requests it has not recorded yet (agent/outdates.c): a node reads STATE_DIR/outdates at start, and a
  * damaged file must be refused whole with a reason, never crash the
  * daemon.  The input is the file's text: a list it accepts must format
- * and parse back to the same requests, in order, each marked replayed; a
+ * and parse back to the same lines, in order, each marked replayed; a
  * refused one adds nothing to the list it was given. */
 #include "config.h"
 
@@ -37,7 +37,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	text[size] = '\0';
 	if (outdates_parse(text, &list, err, sizeof(err)) == 0) {
 		for (const struct pending_outdate *po = list; po; po = po->next)
-			FUZZ_ASSERT(po->replayed && po->token > 0 && po->volume[0] && po->node[0]);
+			FUZZ_ASSERT(po->replayed && po->volume[0] && po->node[0]);
 		n = outdates_format(list, buf, sizeof(buf));
 		if (n >= 0) {
 			FUZZ_ASSERT(outdates_parse(buf, &again, err, sizeof(err)) == 0);
