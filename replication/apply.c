@@ -139,6 +139,7 @@ static void disk_failed(struct repl_volume *vol)
 
 	if (vol->role == REPL_PRIMARY)
 		return;
+	vol->own_write_failed = true;
 	if (sb.disk_state != META_INCONSISTENT) {
 		sb.disk_state = META_INCONSISTENT;
 		if (meta_update(vol->meta, &sb) < 0)
@@ -163,10 +164,15 @@ static void apply_done(struct repl_io *io)
 	for (pp = &vol->apply->running; *pp != a; pp = &(*pp)->next)
 		;
 	*pp = a->next;
-	if (io->op == REPL_IO_FLUSH && io->result < 0 && !repl__iopool_unflushed(vol->pool)) {
-		/* Nothing written since a flush that worked: nothing it
-		 * acknowledged is at risk, so it stays what it was (sim seed
-		 * 1931: Inconsistent for good, with nothing to resync). */
+	if (io->op == REPL_IO_FLUSH && io->result < 0 &&
+	    (!repl__iopool_unflushed(vol->pool) || io->flush_covered)) {
+		/* Nothing written since a flush that worked (sim seed 1931:
+		 * Inconsistent for good, with nothing to resync), or what this
+		 * one covered was made durable by a later one that worked
+		 * first, and the Primary, hearing of that one first, takes
+		 * this failure as stale (peer_unflushed.c; sim seed 86 of the
+		 * EIO profile: Inconsistent for good again): nothing it
+		 * acknowledged is at risk, so it stays what it was. */
 		plog_errno(LOG_WARNING, vol->name, -io->result, "a flush failed here, with "
 			   "nothing written since the last one that worked: nothing lost");
 		io->result = 0;

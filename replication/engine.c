@@ -9,6 +9,7 @@
 #include "bufpool.h"
 #include "log.h"
 #include "nbd_tls.h"
+#include "peer.h"
 #include "repl_int.h"
 #include "resize.h"
 
@@ -25,6 +26,7 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 	eng->loop = *loop;
 	eng->nbd_clients_max = REPL_NBD_CLIENTS_MAX_DEFAULT;
 	eng->changed_first = repl__resize_changed;
+	eng->peer_failed_write = repl__rep_peer_failed_write;
 	r = repl__nbd_notify_new(eng);
 	if (r < 0) {
 		free(eng);

@@ -90,6 +90,17 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 	 * from the Primary.  Each side decides on what both said. */
 	out->wait = gen_secondaries_wait(out->gv, local, peer, in->told_has_primary,
 					 in->peer_has_primary);
+	/* The source of a resync between Secondaries, without quorum: the
+	 * cluster may hold a record that it is Outdated, which its metadata
+	 * failed to keep (sim seed 178 of the EIO profile: a replica back
+	 * from a restart gave its stale data to the others before the
+	 * cluster told it).  It waits for its partition's records. */
+	if (!out->wait && !in->quorate && !local->primary && !peer->primary &&
+	    (d == GEN_SOURCE_BITMAP || d == GEN_SOURCE_FULL)) {
+		verdict(out, HS_DROP, 0, "no quorum here: the source of a resync between "
+			"Secondaries waits for the cluster's records");
+		return;
+	}
 	if (!out->wait && !local->primary && !peer->primary && d != GEN_NO_SYNC &&
 	    in->other_primary) {
 		verdict(out, HS_DROP, 0, "a Primary connected meanwhile: the resync comes from it");

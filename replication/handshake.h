@@ -50,6 +50,8 @@ struct hs_in {
 	bool keeping;			/* "replagent resolve --keep" named this node
 					 * and no link came up since: the peer is to
 					 * discard its side of the split brain */
+	bool quorate;			/* this replica's quorum (always in static
+					 * mode): its cluster's records are known */
 };
 
 enum hs_action {

@@ -70,6 +70,8 @@ static int exec(struct iopool *p, struct repl_io *io)
 	r = repl__store_exec(p->fd, p->blockdev, io);
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
+	if (r < 0 && io->op == REPL_IO_FLUSH)
+		io->flush_covered = __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE) >= io->pool_mark;
 	if (r == 0 && io->op == REPL_IO_FLUSH) {
 		had = __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE);
 		while (had < io->pool_mark &&
@@ -217,8 +219,10 @@ fail:
 void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 {
 	io->next = NULL;
-	if (io->op == REPL_IO_FLUSH)
+	if (io->op == REPL_IO_FLUSH) {
 		io->pool_mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
+		io->flush_covered = false;
+	}
 	pthread_mutex_lock(&p->lock);
 	*p->queue_tail = io;
 	p->queue_tail = &io->next;

@@ -161,7 +161,7 @@ static void ask_outdate(struct repl_volume *vol, struct peer *p)
  * comes back with the generation the others hold, its data a prefix of
  * theirs plus writes nobody was told of (the activity log resyncs them
  * away), not in a split brain with the Primary promoted meanwhile. */
-static void outdate_peer(struct peer *p)
+static void outdate_peer(struct peer *p, const char *what)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
@@ -181,10 +181,34 @@ static void outdate_peer(struct peer *p)
 	if (r < 0)
 		plog_errno(LOG_ERR, vol->name, -r, "cannot record %s as Outdated", p->node);
 	else
-		plog(LOG_WARNING, vol->name, "peer %s is gone: recorded as Outdated", p->node);
+		plog(LOG_WARNING, vol->name, "peer %s %s: recorded as Outdated", p->node, what);
 	ask_outdate(vol, p);
 	if (!vol->freeze && new_gen_for(p) < 0)	/* nobody to confirm: at once */
 		gen_failed(vol);
+}
+
+/* p, in sync, failed one of our writes (its disk did): we are about to
+ * acknowledge a write it lacks.  It knows that it is Inconsistent, but if
+ * its metadata failed too it knows it only until it restarts, and then
+ * says UpToDate with the generation we hold: the cluster could promote it
+ * without that write, or a handshake after our crash with power lost take
+ * its data as the reference (sim seeds 3315 and 6986 of the EIO profile).
+ * So it is outdated as a lost peer is, before the write completes (the
+ * acknowledgements wait for the record): recorded here, by the cluster or
+ * the other peers, and a new generation, which it does not follow while
+ * Inconsistent (peer_state.c): every later handshake finds it behind.  As
+ * DRBD's Primary makes a new current UUID when a peer's disk fails.  The
+ * link stays, and the range is resynced over it (replicate.c); the end of
+ * that resync records it UpToDate again (resync.c), and the cluster hears
+ * it from the Primary.  Once: a record that stands covers later failures. */
+void repl__rep_peer_failed_write(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+
+	if (vol->role != REPL_PRIMARY || vol->closing || !link_in_sync(p) ||
+	    meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED)
+		return;
+	outdate_peer(p, "failed a write");
 }
 
 /* A new Primary acknowledges writes without the peers that are away:
@@ -282,7 +306,7 @@ void repl__rep_peer_down(struct peer *p)
 	repl__rep_unfl_lost(p);
 	/* The record comes first: no write may complete before it. */
 	if (vol->role == REPL_PRIMARY && was_in_sync && !vol->closing)
-		outdate_peer(p);
+		outdate_peer(p, "is gone");
 	repl__rep_unacked_lost(p);
 	p->peer_role = REPL_SECONDARY;
 	p->peer_disk = GEN_DISK_UNKNOWN;

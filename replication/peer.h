@@ -247,6 +247,9 @@ void repl__rep_peer_down(struct peer *p);
 void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
 /* p is back before its outdate was confirmed: its new generation now. */
 void repl__rep_gen_catch_up(struct peer *p);
+/* outdate.c: replicate.c's observer (repl_engine.peer_failed_write).
+ * p, in sync, failed a write of ours that we acknowledge without it. */
+void repl__rep_peer_failed_write(struct peer *p);
 /* outdate.c: called by role.c.  Just promoted: the peers away now are
  * outdated as a lost peer is (here, and by the cluster or the connected
  * peers), before any write is acknowledged. */

@@ -165,6 +165,7 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	in->in_sync_with_primary = in_sync_with_other_primary(vol, p);
 	in->resynced_by_other = resynced_by_other(vol, p);
 	in->keeping = p->keeping;
+	in->quorate = vol->quorate;
 }
 
 /* hs_decide()'s reasons become the peer's, uncut. */
@@ -347,8 +348,12 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		repl__peer_drop(p, HS_LOST_CROSSING);
 		return;
 	}
+	/* Not after a write of its failed here, until a resync: the
+	 * Primary's new generation is the one that says we lack it
+	 * (outdate.c). */
 	if (s->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
-	    vol->role != REPL_PRIMARY && s->current != sb.gen_current) {
+	    vol->role != REPL_PRIMARY && s->current != sb.gen_current &&
+	    !vol->own_write_failed) {
 		struct gen_side g;
 
 		repl__peer_gen_side(vol, -1, &g);

@@ -58,7 +58,12 @@ struct repl_io {
 	void (*done)(struct repl_io *io);
 	struct repl_io *next;		/* pool queue linkage */
 	uint64_t pool_mark;		/* iopool.c's, for a FLUSH */
+	/* iopool.c: a FLUSH that failed when one submitted after it had
+	 * already succeeded: nothing it covered is at risk. */
+	bool flush_covered;
 };
+
+struct peer;
 
 struct repl_engine {
 	struct repl_loop loop;
@@ -74,6 +79,10 @@ struct repl_engine {
 	/* The engine's own observer of repl__changed() (resize.c's), before
 	 * the caller's hooks.changed: set by repl_engine_new. */
 	void (*changed_first)(struct repl_volume *vol);
+	/* The engine's observer of a peer failing one of our writes
+	 * (outdate.c's), called by replicate.c before that write completes:
+	 * set by repl_engine_new. */
+	void (*peer_failed_write)(struct peer *p);
 	bool stopping;
 };
 
@@ -115,6 +124,9 @@ struct repl_volume {
 	bool link_plain;		/* link-security = none (link.c) */
 	unsigned outdate_timeout_ms;
 	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
+	bool own_write_failed;		/* a Secondary's disk failed a write of
+					 * its Primary's since it last took a
+					 * resync (apply.c, resync.c) */
 	uint64_t seq;			/* last write sequence number sent */
 	uint64_t last_guest_write_ms;	/* paces resyncs (resync.c) */
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */

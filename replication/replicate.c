@@ -625,9 +625,16 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 	if (result == 0)
 		repl__hist_add(&p->vol->stats.ack[p->idx], now_mono_ns() - w->sent_ns);
 	if (result < 0) {
-		plog_errno(LOG_ERR, p->vol->name, -result,
-			   "peer %s failed a write at %llu", p->node,
-			   (unsigned long long)w->io->offset);
+		if (w->io->op == REPL_IO_FLUSH)
+			plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a flush",
+				   p->node);
+		else
+			plog_errno(LOG_ERR, p->vol->name, -result,
+				   "peer %s failed a write at %llu", p->node,
+				   (unsigned long long)w->io->offset);
+		/* Recorded before this write can complete (outdate.c). */
+		if (vol->eng->peer_failed_write)
+			vol->eng->peer_failed_write(p);
 		repl__rs_note_failed(p, w->io->offset, w->io->len);
 		need = mark_missing(p->vol, p->idx, w->io);
 		if (need)

@@ -598,6 +598,7 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	}
 	p->link = REPL_LINK_CONNECTED;
 	p->peer_disk = v->disk;
+	vol->own_write_failed = false;	/* what failed is the source's data now */
 	p->rs_src_disk = v->disk;
 	p->rs_outdate_mark = vol->outdate_notices;
 	plog(LOG_INFO, vol->name, "resync from %s: every region received; flushing", p->node);

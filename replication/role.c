@@ -214,8 +214,14 @@ static const struct peer *uncrashed_peer(const struct repl_volume *vol)
 		return NULL;
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		const struct peer *p = vol->peers[i];
+		/* Not one behind us: its last handshake found our data
+		 * newer, or we recorded it Outdated (it says UpToDate until
+		 * it hears it): promoting it would lose what it lacks, and
+		 * refusing ourselves for it left no replica the cluster could
+		 * promote (sim seed 7682 of the EIO profile). */
 		if (repl__peer_up(p) && p->peer_disk == GEN_DISK_UPTODATE && !p->peer_crashed &&
-		    !p->peer_lost_power && p->peer_role != REPL_PRIMARY)
+		    !p->peer_lost_power && p->peer_role != REPL_PRIMARY && !p->hs_newer &&
+		    sb->peers[p->idx].disk_state != META_OUTDATED)
 			return p;
 	}
 	return NULL;
@@ -289,10 +295,19 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 		return refuse(why, len, r, "cannot flush the backing: %s", strerror(-r));
 	}
 	/* Peers that differ from us were only exchanging state: reconnect
-	 * them (still as a Secondary, so nothing is outdated) to resync. */
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		if (repl__peer_up(vol->peers[i]) && vol->peers[i]->suppressed)
-			repl__peer_drop(vol->peers[i], "reconnecting to resync after promotion");
+	 * them (still as a Secondary, so nothing is outdated) to resync.  So
+	 * are those on a link that carries writes but that are not UpToDate
+	 * (a write failed there, or the old Primary outdated them): what
+	 * they lack is in the old Primary's bitmap, not ours, and a resync
+	 * of only what fails from now on would end with them UpToDate
+	 * without it (sim seed 1985 of the EIO profile, a live migration
+	 * right after a failed write); the handshake decides what they take. */
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && (p->suppressed || (p->link == REPL_LINK_CONNECTED &&
+							    p->peer_disk != GEN_DISK_UPTODATE)))
+			repl__peer_drop(p, "reconnecting to resync after promotion");
+	}
 	promote_generation(vol, &sb, force);
 	sb.role = REPL_PRIMARY;
 	sb.disk_state = META_UPTODATE;

@@ -232,8 +232,12 @@ int node_start(int i)
 		return r;
 	}
 	n->alive = true;
-	n->quorate = true;
 	n->incarnation++;
+	/* As replagentd's cluster mode: not quorate until the state exchange
+	 * is over, the group's records told first (membership()). */
+	n->quorate = static_mode;
+	if (!static_mode)
+		ON(i, repl_volume_set_quorate(n->vol, false));
 	was_primary[i] = repl_volume_role(n->vol) == REPL_PRIMARY;
 	restart_wanted[i] = false;
 	for (int j = 0; j < SIM_NODES; j++)
@@ -343,6 +347,9 @@ static void membership(void)
 		}
 		q = quorate_side(side[i]);
 		if (q != n->quorate) {
+			/* the group's record of it comes before its quorum */
+			if (q && cm_outdated[i])
+				ON(i, repl_volume_mark_outdated(n->vol));
 			n->quorate = q;
 			trace("cm: n%d %s quorum", i, q ? "has" : "lost");
 			ON(i, repl_volume_set_quorate(n->vol, q));

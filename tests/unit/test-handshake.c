@@ -57,6 +57,7 @@ enum {
 	OUTD = 1 << 10,		/* out: record ourselves Outdated */
 	STALE = 1 << 11,	/* out: forget stale bits */
 	AUTO = 1 << 12,		/* out: split brain resolved automatically */
+	NOQ = 1 << 13,		/* in: this replica has no quorum */
 };
 #define OUT_FLAGS (DECIDED | WAIT | OUTD | STALE | AUTO)
 
@@ -99,6 +100,13 @@ static const struct row rows[] = {
 	/* Secondaries: a resync between them only with no Primary about */
 	{ "Secondaries resync", L(A, 0, 0, OUTDATED, 0, 0), P(B, A, 0, UPTODATE, 0, 0),
 	  0, 0, DECIDED, HS_UP, 0, GEN_TARGET_BITMAP, NULL },
+	{ "Secondaries resync, the target without quorum", L(A, 0, 0, OUTDATED, 0, 0),
+	  P(B, A, 0, UPTODATE, 0, 0), 0, 0, NOQ | DECIDED, HS_UP, 0, GEN_TARGET_BITMAP, NULL },
+	{ "Secondaries resync, the source without quorum: it waits for the records",
+	  L(B, A, 0, UPTODATE, 0, 0), P(A, 0, 0, OUTDATED, 0, 0), 0, 0, NOQ | DECIDED, HS_DROP, 0,
+	  GEN_SOURCE_BITMAP, "no quorum here" },
+	{ "Primary without quorum, source", L(B, A, C, UPTODATE, 1, 0), P(A, 0, C, OUTDATED, 0, 0),
+	  0, 0, NOQ | DECIDED, HS_UP, 0, GEN_SOURCE_BITMAP, NULL },
 	{ "Secondaries, we told of a Primary", L(A, 0, 0, OUTDATED, 0, 0), P(B, A, 0, UPTODATE, 0, 0),
 	  0, 0, TOLD | DECIDED | WAIT, HS_UP, 0, GEN_TARGET_BITMAP, NULL },
 	{ "Secondaries, a Primary came meanwhile", L(A, 0, 0, OUTDATED, 0, 0),
@@ -156,7 +164,7 @@ static void run_row(const struct row *r)
 		.lost_crossing = r->flags & CROSS, .told_has_primary = r->flags & TOLD,
 		.other_primary = r->flags & OTHERP, .peer_says_outdated = r->flags & SAYS_OUT,
 		.in_sync_with_primary = r->flags & INSYNC, .resynced_by_other = r->flags & RESYNCED,
-		.keeping = r->flags & KEEP,
+		.keeping = r->flags & KEEP, .quorate = !(r->flags & NOQ),
 	};
 	struct hs_verdict v;
 
