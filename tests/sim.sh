@@ -12,7 +12,9 @@
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
-# the list shrinks as they are fixed.  Replay any seed with
+# the list shrinks as they are fixed.  The seeds of the profile's
+# regressions file (tests/sim/regressions, -eio, -split-brain: bugs found
+# beyond the sweep, one seed each) run too, every time.  Replay any seed with
 #   tests/sim/replsim --seed N --trace        (add --no-eio for sim.sh's)
 # It runs in both of CI's builds: in the one with AddressSanitizer and
 # UBSan (a sanitizer build of replsim), SIM_RUNS defaults to 200 seeds
@@ -28,6 +30,7 @@ bin=${top_builddir:-$top/build}/tests/sim/replsim
 case ${SIM_PROFILE:-} in
 eio)
 	known=$top/tests/sim/known-failures-eio
+	regress=$top/tests/sim/regressions-eio
 	profile=()
 	label="sim (EIO)"
 	runs_plain=${SIM_EIO_RUNS:-1000}
@@ -35,6 +38,7 @@ eio)
 	;;
 split-brain)
 	known=$top/tests/sim/known-failures-split-brain
+	regress=$top/tests/sim/regressions-split-brain
 	profile=(--split-brain)
 	label="sim (split brain)"
 	runs_plain=${SIM_SB_RUNS:-600}
@@ -42,6 +46,7 @@ split-brain)
 	;;
 *)
 	known=$top/tests/sim/known-failures
+	regress=$top/tests/sim/regressions
 	profile=(--no-eio)
 	label=sim
 	runs_plain=${SIM_RUNS:-3500}
@@ -67,9 +72,20 @@ trap 'rm -f "$out" "$err"' EXIT
 start=$(date +%s)
 nice "$bin" --runs "$runs" --from "$from" -j "$jobs" "${profile[@]}" >"$out" 2>"$err"
 rc=$?
+summary=$(tail -n 1 "$out")
+last=$((from + runs - 1))
+nreg=0
+while read -r seed _; do
+	case $seed in ''|'#'*) continue ;; esac
+	[ "$seed" -ge "$from" ] && [ "$seed" -le "$last" ] && continue
+	nice "$bin" --seed "$seed" "${profile[@]}" >>"$out" 2>>"$err"
+	r=$?
+	[ "$r" -eq 0 ] || [ "$r" -eq 1 ] || [ "$r" -eq 3 ] || rc=$r
+	nreg=$((nreg + 1))
+done < <(cat "$regress" 2>/dev/null)
 secs=$(( $(date +%s) - start ))
-tail -n 1 "$out"
-echo "$label: $runs seeds in $secs s$($sanitized && echo " (sanitizer build)")"
+echo "$summary"
+echo "$label: $runs seeds and $nreg regression seed(s) in $secs s$($sanitized && echo " (sanitizer build)")"
 if grep -q -E 'ERROR: (Address|Leak)Sanitizer|runtime error:|SUMMARY: [A-Za-z]*Sanitizer' "$err"; then
 	echo "sim: a sanitizer report:"
 	head -60 "$err"
@@ -88,7 +104,6 @@ while read -r line; do
 	echo "NEW: $line"
 	new=$((new + 1))
 done <"$out"
-last=$((from + runs - 1))
 fixed=0
 while read -r seed _; do
 	case $seed in ''|'#'*) continue ;; esac
