@@ -195,8 +195,9 @@ static void outdate_peer(struct peer *p, const char *what)
  * its data as the reference (sim seeds 3315 and 6986 of the EIO profile).
  * So it is outdated as a lost peer is, before the write completes (the
  * acknowledgements wait for the record): recorded here, by the cluster or
- * the other peers, and a new generation, which it does not follow while
- * Inconsistent (peer_state.c): every later handshake finds it behind.  As
+ * the other peers, and a new generation, which it does not follow until
+ * it is resynced (peer_state.c, own_write_failed): every later handshake
+ * finds it behind.  As
  * DRBD's Primary makes a new current UUID when a peer's disk fails.  The
  * link stays, and the range is resynced over it (replicate.c); the end of
  * that resync records it UpToDate again (resync.c), and the cluster hears
