@@ -543,7 +543,20 @@ unsigned oracle_pending_on(int node)
  * survive (it was UpToDate). */
 void oracle_promoted(int node)
 {
+	uint64_t g = meta_get(nodes[node].vol->meta)->gen_current;
+
 	check_replica(node, "lost-write", "the data of a replica promoted");
+	/* A promotion with every replica connected keeps the generation (as
+	 * DRBD's does): it passes to the new Primary when the one that
+	 * acknowledged in it is not Primary any more (a handover that the
+	 * destination then refused, sim seed 15187); that one acknowledging
+	 * in it afterwards is a violation (check_gen()). */
+	for (unsigned i = 0; i < n_gens; i++) {
+		int o = gens[i].node;
+		if (gens[i].gen == g && o != node &&
+		    (!nodes[o].alive || repl_volume_role(nodes[o].vol) != REPL_PRIMARY))
+			gens[i].node = node;
+	}
 }
 
 /* The client attaches to node (a migration's destination, the source
