@@ -17,7 +17,6 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
-#include "sys.h"
 #include "util.h"
 
 /* p receives every write: connected, in sync or our resync's target. */
@@ -172,8 +171,8 @@ static void outdate_peer(struct peer *p, const char *what)
 	 * Primary be promoted without asking it (role.c), so nothing it
 	 * holds may be lost with our power after the record.  Rare enough to
 	 * wait for here, as promotion does. */
-	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
-		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing before "
+	if ((r = repl__store_sync(vol->fd)) < 0)
+		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing before "
 			   "recording %s Outdated", p->node);
 	p->gen_pending = meta_new_gen();
 	sb.peers[p->idx].disk_state = META_OUTDATED;
@@ -197,11 +196,11 @@ static void outdate_peer(struct peer *p, const char *what)
  * acknowledgements wait for the record): recorded here, by the cluster or
  * the other peers, and a new generation, which it does not follow until
  * it is resynced (peer_state.c, own_write_failed): every later handshake
- * finds it behind.  As
- * DRBD's Primary makes a new current UUID when a peer's disk fails.  The
- * link stays, and the range is resynced over it (replicate.c); the end of
- * that resync records it UpToDate again (resync.c), and the cluster hears
- * it from the Primary.  Once: a record that stands covers later failures. */
+ * finds it behind.  As DRBD's Primary makes a new current UUID when a
+ * peer's disk fails.  The link stays, and the range is resynced over it
+ * (replicate.c); the end of that resync records it UpToDate again
+ * (resync.c), and the cluster hears it from the Primary.  Once: a record
+ * that stands covers later failures. */
 void repl__rep_peer_failed_write(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;

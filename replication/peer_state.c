@@ -18,7 +18,6 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
-#include "sys.h"
 #include "wire.h"
 
 /* A Primary came (connected, or a peer promoted): a resync between this
@@ -294,6 +293,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	struct meta_super sb = *meta_get(vol->meta);
 	struct peer *o = NULL;
 	bool unrecorded = false;
+	int r;
 
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
 	    vol->role != REPL_PRIMARY && vol->lost_primary) {
@@ -317,8 +317,8 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	 * the one copy left, and was promoted).  Rare enough to wait for. */
 	if (vol->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
 	    p->peer_disk == GEN_DISK_UPTODATE && s->disk == GEN_DISK_INCONSISTENT &&
-	    vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0)
-		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing after %s went "
+	    (r = repl__store_sync(vol->fd)) < 0)
+		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing after %s went "
 			   "Inconsistent", p->node);
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;

@@ -201,6 +201,11 @@ int repl__store_open(const char *path, uint64_t create_size, int *fd,
 int repl__store_grow(int fd, bool blockdev, uint64_t from, uint64_t to, uint64_t *dev_size);
 /* Runs io synchronously (worker thread); returns 0 or -errno. */
 int repl__store_exec(int fd, bool blockdev, struct repl_io *io);
+/* fdatasync of the store on the loop thread, for the rare steps that must
+ * not go on before this replica's data is durable (a promotion, an
+ * outdate, a handover, a peer gone Inconsistent); fd < 0 (no store open):
+ * nothing.  0 or -errno. */
+int repl__store_sync(int fd);
 /* Loop helpers for timers (loop.c). */
 int repl__timer_add(struct repl_engine *eng, uint64_t ms, repl_timer_fn fn, void *arg,
 		    void **handle);

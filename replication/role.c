@@ -17,7 +17,6 @@
 #include "meta.h"
 #include "peer.h"
 #include "resize.h"
-#include "sys.h"
 #include "util.h"
 
 static const char *const link_names[] = {
@@ -290,10 +289,8 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	 * power loss must not take those writes with it when the replica
 	 * that also had them is away or outdated by this promotion.  Rare
 	 * enough to wait for here, as meta_update() below does. */
-	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0) {
-		r = -errno;
+	if ((r = repl__store_sync(vol->fd)) < 0)
 		return refuse(why, len, r, "cannot flush the backing: %s", strerror(-r));
-	}
 	/* Peers that differ from us were only exchanging state: reconnect
 	 * them (still as a Secondary, so nothing is outdated) to resync.  So
 	 * are those on a link that carries writes but that are not UpToDate

@@ -130,6 +130,11 @@ static int store_trim(int fd, bool blockdev, struct repl_io *io)
 	return store_write_zero_buf(fd, io->offset, io->len);
 }
 
+int repl__store_sync(int fd)
+{
+	return fd >= 0 && repl__sys->fdatasync(fd) < 0 ? -errno : 0;
+}
+
 int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 {
 	int r;

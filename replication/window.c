@@ -33,7 +33,6 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
-#include "sys.h"
 #include "util.h"
 
 #define WINDOW_TICK_MS 250
@@ -498,6 +497,7 @@ static void handover_finish(void *arg)
 	struct repl_volume *vol = arg;
 	struct peer *p;
 	struct meta_super sb;
+	int r;
 
 	vol->handover_timer = NULL;
 	if (vol->handover_to < 0)
@@ -518,8 +518,8 @@ static void handover_finish(void *arg)
 	 * we wrote before (sim seed 8925: power lost right after a handover,
 	 * a region written before it was in nobody's bitmap, and the resync
 	 * left the replicas different).  Rare enough to wait for here. */
-	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0) {
-		plog_errno(LOG_ERR, vol->name, errno, "flushing the backing before handing over");
+	if ((r = repl__store_sync(vol->fd)) < 0) {
+		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing before handing over");
 		send_handover(p, vol->handover_seq, -EIO);
 		handover_abort(vol, "cannot flush the backing");
 		return;
