@@ -104,17 +104,6 @@ static void save_pending(struct clusterd *cd)
 			      "daemon stops", cd->cfg->state_dir, OUTDATES_FILE);
 }
 
-/* A member other than except that says it is Primary of volume. */
-static bool other_claim(struct clusterd *cd, const char *volume, uint32_t except)
-{
-	for (size_t i = 0; i < cd->n_primaries; i++)
-		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
-		    cd->primaries[i].nodeid != except &&
-		    clusterd__is_member(cd, cd->primaries[i].nodeid))
-			return true;
-	return false;
-}
-
 /* ---- the group's records -------------------------------------------------------- */
 
 /* Every member keeps the group's word that a replica is Outdated
@@ -156,7 +145,7 @@ static void clear_record(struct clusterd *cd, uint32_t from, const struct clmsg_
 	const struct primary_rec *pr = sender ? clusterd__primary_rec(cd, o->volume, sender) :
 		NULL;
 
-	if (!cd->synced || !pr || pr->nodeid != from || other_claim(cd, o->volume, from) ||
+	if (!cd->synced || !pr || pr->nodeid != from || clusterd__other_claim(cd, o->volume, from) ||
 	    !outdates_remove(&cd->records, o->volume, o->node))
 		return;
 	log_info("cluster: %s: %s says %s is %s: the group's record that it is Outdated "

@@ -56,9 +56,10 @@ static int promote_guard(void *arg, struct repl_volume *vol, bool force, char *w
 {
 	int r = promotion_rules(arg, vol, false, why, len);
 
-	if (r == 0 && !force)
-		r = clusterd__record_rule(arg, repl_volume_name(vol), why, len);
-	return r == 0 && !force ? clusterd__mixed_rule(arg, why, len) : r;
+	if (r < 0 || force)
+		return r;
+	r = clusterd__record_rule(arg, repl_volume_name(vol), why, len);
+	return r == 0 ? clusterd__mixed_rule(arg, why, len) : r;
 }
 
 int clusterd_hook_may_promote(void *arg, struct repl_volume *vol, bool takeover, char *why,

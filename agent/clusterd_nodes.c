@@ -38,6 +38,16 @@ struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume
 	return NULL;
 }
 
+bool clusterd__other_claim(const struct clusterd *cd, const char *volume, uint32_t except)
+{
+	for (size_t i = 0; i < cd->n_primaries; i++)
+		if (strcmp(cd->primaries[i].volume, volume) == 0 &&
+		    cd->primaries[i].nodeid != except &&
+		    clusterd__is_member(cd, cd->primaries[i].nodeid))
+			return true;
+	return false;
+}
+
 struct primary_rec *clusterd__primary_rec(struct clusterd *cd, const char *volume,
 				       const char *node)
 {

@@ -15,6 +15,8 @@ struct known_node *clusterd__node_by_name(struct clusterd *cd, const char *name)
 bool clusterd__is_member(const struct clusterd *cd, uint32_t nodeid);
 /* Another member that says it is Primary of volume (not this node). */
 struct primary_rec *clusterd__primary_of(struct clusterd *cd, const char *volume);
+/* A member other than nodeid except that says it is Primary of volume. */
+bool clusterd__other_claim(const struct clusterd *cd, const char *volume, uint32_t except);
 /* node's claim to be Primary of volume, or NULL. */
 struct primary_rec *clusterd__primary_rec(struct clusterd *cd, const char *volume,
 					  const char *node);

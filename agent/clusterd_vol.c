@@ -44,6 +44,7 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 		.outdate_timeout_ms = cd->cfg->outdate_timeout_s * 1000,
 		.error = error, .error_len = sizeof(error),
 	};
+	struct repl_volume *vol;
 	int r;
 
 	snprintf(backing, sizeof(backing), "%s/%s.img", dir, d->name);
@@ -68,9 +69,10 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 		return;
 	}
 	volfail_clear(cd->failed, d->name);
-	repl_volume_set_quorate(repl_volume_find(cd->eng, d->name), cd->effective);
+	vol = repl_volume_find(cd->eng, d->name);
+	repl_volume_set_quorate(vol, cd->effective);
 	log_notice("cluster: volume %s attached (%s)", d->name, backing);
-	clusterd__apply_records(cd, repl_volume_find(cd->eng, d->name));
+	clusterd__apply_records(cd, vol);
 }
 
 /* A deleted volume's files are renamed, not removed: the data stays for a

@@ -1,7 +1,8 @@
 /* outdates.c: the file of the group's Outdated records and of the outdate
  * requests it has not recorded yet (outdates.h).  Rare (a Primary losing a
- * peer), small, written whole each time: the new file is fsync'ed and renamed into place, so a power
- * loss leaves the old list or the new one, never a part. */
+ * peer), small, written whole each time: the new file is fsync'ed and
+ * renamed into place, so a power loss leaves the old list or the new one,
+ * never a part. */
 #include "config.h"
 
 #include <errno.h>
