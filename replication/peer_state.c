@@ -167,6 +167,16 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	in->quorate = vol->quorate;
 }
 
+/* Has our role, disk or generation moved since the VOLUME we sent on
+ * this link? */
+static bool told_stale(const struct peer *p)
+{
+	const struct repl_volume *vol = p->vol;
+
+	return p->told_role != (uint8_t)vol->role || p->told_disk != vol->disk_state ||
+	       p->told_current != meta_get(vol->meta)->gen_current;
+}
+
 /* hs_decide()'s reasons become the peer's, uncut. */
 _Static_assert(sizeof(((struct peer *)0)->reason) == HS_WHY_MAX, "reason lengths differ");
 
@@ -224,6 +234,18 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 		repl__peer_drop(p, hv.why);
 		return;
 	}
+	/* StandAlone stops this side for good, but the peer decided on the
+	 * VOLUME we sent: if our role, disk or generation moved since (we
+	 * demoted while the link was being made), it may have dropped the
+	 * link to try again before our BYE could reach it, and, being the
+	 * acceptor, wait for us forever: two Primaries met, one demoted
+	 * meanwhile, and only it saw the split brain (sim seed 2953 of
+	 * --split-brain).  Try again: the next handshake is on what we are
+	 * now, on both sides. */
+	if (hv.action == HS_STANDALONE && told_stale(p)) {
+		repl__peer_drop(p, "our state changed while the link was made: connecting again");
+		return;
+	}
 	if (hv.action == HS_STANDALONE) {
 		repl__peer_standalone(p, hv.bye, hv.why);
 		return;
@@ -249,8 +271,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	 * was not up): without one it keeps deciding on the old state, e.g.
 	 * a Secondary that still sees us Inconsistent waits for a resync
 	 * nobody starts. */
-	if (p->told_role != (uint8_t)vol->role || p->told_disk != vol->disk_state ||
-	    p->told_current != meta_get(vol->meta)->gen_current)
+	if (told_stale(p))
 		repl__peer_send_state(p, NULL);
 	if (p->suppressed) {
 		snprintf(p->reason, sizeof(p->reason), "%s between Secondaries: %s",
