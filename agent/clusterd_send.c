@@ -97,7 +97,10 @@ void clusterd__send_records(struct clusterd *cd, struct repl_volume *vol)
 
 	repl_volume_status(vol, &st);
 	for (unsigned i = 0; i < st.n_peers; i++) {
-		if (st.peers[i].in_sync)
+		/* Following us with nothing out of sync is in sync: a replica
+		 * the group records Outdated stays Outdated through its resync
+		 * until this says so (repl_volume_uptodate_by()). */
+		if (st.peers[i].in_sync || st.peers[i].following_clean)
 			clusterd__send_record(cd, st.name, st.peers[i].node, false);
 		else if (st.peers[i].recorded_outdated)
 			clusterd__send_record(cd, st.name, st.peers[i].node, true);

@@ -283,14 +283,16 @@ struct repl_hooks {
 void repl_engine_set_hooks(struct repl_engine *eng, const struct repl_hooks *hooks);
 void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token);
 /* The cluster says this replica missed writes: refuse promotion until a
- * resync.  No-op on a Primary. */
+ * resync, and end any resync Outdated until the Primary says we are in
+ * sync (repl_volume_uptodate_by()).  No-op on a Primary. */
 void repl_volume_mark_outdated(struct repl_volume *vol);
 /* The cluster says another replica is Outdated: record it. */
 void repl_volume_peer_outdated(struct repl_volume *vol, const char *node);
 /* The Primary says node is in sync again: forget that it was Outdated. */
 void repl_volume_peer_uptodate(struct repl_volume *vol, const char *node);
-/* Our Primary (primary_node) says we are in sync: if we are connected to
- * it and only marked Outdated, we are UpToDate again. */
+/* Our Primary (primary_node) says we are in sync: the cluster's record is
+ * gone; if we are connected to it and only marked Outdated, we are
+ * UpToDate again. */
 void repl_volume_uptodate_by(struct repl_volume *vol, const char *primary_node);
 /* The cluster says node left (crashed, cut off, stopped): its link goes
  * now rather than at the ping timeout. */

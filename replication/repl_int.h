@@ -165,6 +165,11 @@ struct repl_volume {
 	struct repl_io *held_head, **held_tail;
 	uint64_t outdate_token;
 	unsigned outdate_notices;	/* the cluster said Outdated (counted always) */
+	/* The cluster's record that this replica is Outdated stands: from
+	 * repl_volume_mark_outdated() to the Primary's "in sync"
+	 * (repl_volume_uptodate_by()) or our own promotion.  A resync ends
+	 * Outdated meanwhile (rs_uptodate()). */
+	bool cluster_outdated;
 	bool closing;
 	struct vwrite *frozen;
 	void *freeze_timer;

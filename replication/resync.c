@@ -624,13 +624,20 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
  *   was then the only consistent replica and full-resynced over ours,
  *   which held them (sim seed 2725 --no-eio).
  * - A new connection came meanwhile: its handshake decided with us
- *   Inconsistent; that stands. */
+ *   Inconsistent; that stands.
+ * - The cluster's record that we are Outdated stands (it goes with the
+ *   Primary's "in sync", which it says of us once we are connected with
+ *   nothing out of sync): a source is not always the Primary the cluster
+ *   knows.  A stale Primary, stepping down soon, resynced us to its
+ *   generation; UpToDate, we were a split brain with the real one that
+ *   nothing resolved (sim seed 4049 --no-eio); Outdated, we take its data
+ *   (gen.c rule 23). */
 static void rs_uptodate(struct peer *p, bool same, int result)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 	bool gone = !same && !repl__peer_up(p);
-	bool outdated = p->rs_src_disk == GEN_DISK_OUTDATED ||
+	bool outdated = p->rs_src_disk == GEN_DISK_OUTDATED || vol->cluster_outdated ||
 			(gone && vol->outdate_notices != p->rs_outdate_mark);
 
 	if ((same || gone) && result == 0 && repl__apply_failures(vol) != p->rs_fail_mark) {

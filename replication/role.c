@@ -318,6 +318,7 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	vol->role = REPL_PRIMARY;
 	vol->handed_over = handed_over;
 	vol->disk_state = GEN_DISK_UPTODATE;
+	vol->cluster_outdated = false;	/* the reference now: the record is void */
 	plog(LOG_NOTICE, vol->name, "promoted to Primary%s", force ? " (forced)" : "");
 	repl__rep_intent_start(vol);
 	tell_peers(vol);
@@ -368,7 +369,10 @@ void repl_volume_mark_outdated(struct repl_volume *vol)
 	/* counted even when it changes nothing now: a resync that ends
 	 * after its source went must not make this replica UpToDate then */
 	vol->outdate_notices++;
-	if (vol->role == REPL_PRIMARY || vol->disk_state != GEN_DISK_UPTODATE)
+	if (vol->role == REPL_PRIMARY)
+		return;
+	vol->cluster_outdated = true;
+	if (vol->disk_state != GEN_DISK_UPTODATE)
 		return;
 	sb.disk_state = META_OUTDATED;
 	if (meta_update(vol->meta, &sb) < 0) {
@@ -488,6 +492,7 @@ void repl_volume_uptodate_by(struct repl_volume *vol, const char *primary_node)
 	struct peer *p = peer_named(vol, primary_node);
 	struct meta_super sb = *meta_get(vol->meta);
 
+	vol->cluster_outdated = false;	/* the cluster's record is gone */
 	if (!p || !repl__peer_up(p) || p->peer_role != REPL_PRIMARY ||
 	    p->link != REPL_LINK_CONNECTED || p->suppressed ||
 	    vol->disk_state != GEN_DISK_OUTDATED || vol->role == REPL_PRIMARY)

@@ -367,7 +367,7 @@ static void clear_outdated(void)
 	ON(p, repl_volume_status(nodes[p].vol, &st));
 	for (unsigned k = 0; k < st.n_peers; k++) {
 		int j = st.peers[k].node[1] - '0';
-		if (!st.peers[k].in_sync || !cm_outdated[j])
+		if (!(st.peers[k].in_sync || st.peers[k].following_clean) || !cm_outdated[j])
 			continue;
 		trace("cm: n%d is in sync again, no longer Outdated", j);
 		cm_outdated[j] = false;
