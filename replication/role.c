@@ -382,6 +382,10 @@ void repl_volume_mark_outdated(struct repl_volume *vol)
 	vol->disk_state = GEN_DISK_OUTDATED;
 	plog(LOG_WARNING, vol->name, "the cluster says this replica is Outdated");
 	repl__peers_tell_state(vol);
+	/* A split brain found while we still said UpToDate may be one the
+	 * Primary resolves now (gen.c rule 23): ask again. */
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		repl__peer_retry(vol->peers[i]);
 	repl__changed(vol);
 }
 
