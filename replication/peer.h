@@ -45,6 +45,13 @@ struct peer {
 	uint64_t told_current;
 	bool resynced_us;		/* a resync from it made us UpToDate, on
 					 * this connection */
+	/* We hold every write it acknowledged on this connection: its
+	 * handshake found us equal (no resync, nothing in its bitmap for
+	 * us, both UpToDate), or its resync made us UpToDate.  A resync it
+	 * starts on the link then only makes regions agree (its own failed
+	 * write, recent.c), and we stay UpToDate through it (resync.c). */
+	bool held_all;
+	bool rs_agreement;		/* the resync to us is such a one */
 	enum repl_link_state link;
 	char reason[128];
 	struct peer_link *l;		/* socket, buffers, handshake (link.c) */

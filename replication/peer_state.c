@@ -212,6 +212,8 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	}
 	peer_from_volume(p, v);
 	p->resynced_us = false;
+	p->held_all = false;
+	p->rs_agreement = false;
 	hs_gather(p, v, &in);
 	hs_decide(&in, &hv);
 	gv = hv.gv;
@@ -260,6 +262,8 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 		record_outdated(p);
 	if (hv.forget_stale)
 		forget_stale_bits(p, v->disk);
+	p->held_all = gv.decision == GEN_NO_SYNC && !p->suppressed && v->dirty == 0 &&
+		      v->disk == GEN_DISK_UPTODATE && vol->disk_state == GEN_DISK_UPTODATE;
 	p->keeping = false;
 	p->conn = PC_UP;
 	p->conn_id++;

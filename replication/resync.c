@@ -461,12 +461,44 @@ void repl__rs_start_source(struct peer *p, bool full)
 	rs_pump(p);
 }
 
+/* A resync that only makes regions agree (its own failed write,
+ * replicate.c; a lost Primary's recent writes, recent.c), started by our
+ * Primary on a link where we held every write it acknowledged (held_all):
+ * guest writes reach us as usual and no region is read for the resync
+ * while a guest write to it is in flight, so we hold every acknowledged
+ * write throughout and stay UpToDate.  Inconsistent, we lost them: the
+ * Primary lost power, came back without its unflushed ones and resynced
+ * its data over ours (sim seed 12664 of the EIO profile). */
+static bool rs_agreement(const struct peer *p)
+{
+	const struct repl_volume *vol = p->vol;
+
+	return p->held_all && p->peer_role == REPL_PRIMARY && vol->role != REPL_PRIMARY &&
+	       vol->disk_state == GEN_DISK_UPTODATE &&
+	       meta_get(vol->meta)->disk_state == META_UPTODATE;
+}
+
+static void rs_start_agreement(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+
+	repl__rs_stop(p);
+	p->link = REPL_LINK_SYNC_TARGET;
+	p->rs_agreement = true;
+	p->rs_recv_bytes = 0;
+	p->rs_recv_started_ms = now_mono_ms();
+	p->rs_fail_mark = repl__apply_failures(vol);
+	plog(LOG_NOTICE, vol->name, "resync from %s started (regions to make agree; this "
+	     "replica holds every acknowledged write: UpToDate through it)", p->node);
+}
+
 void repl__rs_start_target(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 
 	repl__rs_stop(p);
+	p->rs_agreement = false;
 	if (sb.disk_state != META_INCONSISTENT) {
 		sb.disk_state = META_INCONSISTENT;
 		if (meta_update(vol->meta, &sb) < 0)
@@ -485,8 +517,12 @@ void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t le
 {
 	/* A new Primary making recent writes agree (recent.c) starts a
 	 * resync on a connected Secondary without a new handshake. */
-	if (p->link == REPL_LINK_CONNECTED && p->peer_role == REPL_PRIMARY)
-		repl__rs_start_target(p);
+	if (p->link == REPL_LINK_CONNECTED && p->peer_role == REPL_PRIMARY) {
+		if (rs_agreement(p))
+			rs_start_agreement(p);
+		else
+			repl__rs_start_target(p);
+	}
 	if (p->link != REPL_LINK_SYNC_TARGET) {
 		free(mem);
 		repl__peer_drop(p, "resync data while not a sync target");
@@ -561,6 +597,22 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 
 	if (p->link != REPL_LINK_SYNC_TARGET || !gen_disk_consistent(v->disk)) {
 		repl__peer_drop(p, "unexpected VOLUME from the peer");
+		return;
+	}
+	/* Regions made to agree, and still UpToDate (no write failed here,
+	 * no Outdated record came): our generations and bitmaps are those
+	 * of a replica in sync; the flush makes the copies durable. */
+	p->rs_agreement = p->rs_agreement && vol->disk_state == GEN_DISK_UPTODATE &&
+			  sb.disk_state == META_UPTODATE && v->current == sb.gen_current;
+	if (p->rs_agreement) {
+		p->link = REPL_LINK_CONNECTED;
+		p->peer_disk = v->disk;
+		p->rs_src_disk = v->disk;
+		p->rs_outdate_mark = vol->outdate_notices;
+		plog(LOG_INFO, vol->name, "resync from %s: every region received; flushing",
+		     p->node);
+		rs_sync(p, 0);
+		repl__changed(vol);
 		return;
 	}
 	sb.gen_current = v->current;
@@ -639,6 +691,20 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 	bool gone = !same && !repl__peer_up(p);
 	bool outdated = p->rs_src_disk == GEN_DISK_OUTDATED || vol->cluster_outdated ||
 			(gone && vol->outdate_notices != p->rs_outdate_mark);
+
+	if (p->rs_agreement) {
+		/* We were UpToDate throughout; a failed flush leaves us as a
+		 * failed flush of a guest write would (the source resends
+		 * what it did not see acknowledged). */
+		p->rs_agreement = false;
+		plog(result < 0 ? LOG_WARNING : LOG_NOTICE, vol->name, "resync from %s %s",
+		     p->node, result < 0 ? "not complete here (the flush failed)" : "done");
+		if (result < 0 && same)
+			repl__peer_drop(p, "cannot make the resynced data durable");
+		else
+			p->resynced_us = same;
+		return;
+	}
 
 	if ((same || gone) && result == 0 && repl__apply_failures(vol) != p->rs_fail_mark) {
 		plog(LOG_WARNING, vol->name, "the resync from %s is not complete here (a "

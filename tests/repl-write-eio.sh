@@ -8,7 +8,8 @@
 #    the disk is healthy a resyncs the range to b over the same link (no
 #    reconnect) and b is UpToDate again.
 # 2. a's own backing fails writes: the guest's write fails, b applied it;
-#    the range is resynced from a, so that both end identical.
+#    the range is resynced from a, so that both end identical; b, which
+#    holds every acknowledged write throughout, stays UpToDate.
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -40,6 +41,7 @@ grep -q 'peer b is gone' "$(daemon_log a)" &&
 	fail "a lost b: the range should be resynced over the same link"
 
 # 2. a fails its own write.
+mark=$(wc -l <"$(daemon_log b)")
 faultdisk_set eio-write "${NODE_BACKING[a]}"
 qio_batch "${NODE_NBD_URI[a]}" "write -P 0xa5 2M 64k" 2>/dev/null &&
 	fail "a acknowledged a write its disk failed"
@@ -47,6 +49,14 @@ faultdisk_log | grep -q "^eio-write ${NODE_BACKING[a]}" ||
 	hard_error "no write failed on a: the test did not test anything"
 faultdisk_clear eio-write
 wait_status a 30 "$IN_SYNC" || fail "a and b are not in sync after a's write failed"
+# b held every write a acknowledged throughout: the resync of a's failed
+# range only makes the copies agree, and b stays UpToDate through it (if
+# a lost power now, b is the replica to promote: sim seed 12664).
+since=$(tail -n +"$((mark + 1))" "$(daemon_log b)")
+grep -q 'resync from a started (regions to make agree' <<<"$since" ||
+	fail "b took a's failed range as a resync that made it Inconsistent"
+grep -q 'resync from a started$' <<<"$since" &&
+	fail "b went Inconsistent for a's own failed write"
 stop_node b
 stop_node a
 cmp_backings a b ||
