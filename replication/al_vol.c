@@ -55,6 +55,25 @@ static uint64_t set_extents(struct repl_volume *vol, uint64_t first, uint64_t la
 	return repl__bm_need_range(vol, META_INTENT, off, len);
 }
 
+/* Whether a region of w's range in extent ext has lost its bit although
+ * the extent is in the set.  The set outlives a step-down with writes in
+ * flight (repl__al_reset() can only empty it once they are answered), and
+ * a resync that makes this replica a copy of its source clears the bits
+ * under it: a hit after the next promotion would write where no bit says
+ * so, and a crash then resyncs less than it wrote (sim seed 13268). */
+static bool intent_gone(struct repl_volume *vol, const struct vwrite *w, uint64_t ext)
+{
+	uint32_t shift = meta_get(vol->meta)->region_shift;
+	uint64_t len = w->io->len ? w->io->len : 1;
+	uint64_t from = MAX(w->io->offset, ext << AL_EXTENT_SHIFT);
+	uint64_t to = MIN(w->io->offset + len, (ext + 1) << AL_EXTENT_SHIFT);
+
+	for (uint64_t r = from >> shift; r <= (to - 1) >> shift; r++)
+		if (!meta_bit_test(vol->meta, META_INTENT, r))
+			return true;
+	return false;
+}
+
 int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need)
 {
 	uint64_t first, last, tag;
@@ -85,10 +104,15 @@ int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need)
 	}
 	/* A hit on an extent whose entry is still being written waits too;
 	 * one whose flush may have failed (one that could not begin leaves
-	 * its pages to the next) is asked again. */
+	 * its pages to the next), or whose bits went since (intent_gone()),
+	 * is asked again. */
 	for (uint64_t e = first; e <= last; e++) {
 		tag = al_tag(vol->al, e);
-		if (tag && tag <= vol->al_fail_max) {
+		if (intent_gone(vol, w, e)) {
+			tag = set_extents(vol, e, e);
+			al_set_tag(vol->al, e, tag);
+			repl__stats_inc(&vol->stats.al_transactions);
+		} else if (tag && tag <= vol->al_fail_max) {
 			tag = repl__bm_need_range(vol, META_INTENT, e << AL_EXTENT_SHIFT, EXT_BYTES);
 			al_set_tag(vol->al, e, tag);
 		}
