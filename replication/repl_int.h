@@ -184,6 +184,8 @@ struct repl_volume {
 	uint64_t handover_seq;		/* the TAKEOVER being answered */
 	void *handover_timer;
 	struct repl_io *ho_held_head, **ho_held_tail;	/* client writes meanwhile */
+	int ho_flush;			/* HO_FLUSH_*: the FLUSH it waits for */
+	uint64_t ho_flush_gen;		/* which handover that FLUSH is for */
 
 	struct repl__vstats stats;	/* monitoring counters (stats.h) */
 	struct cbt *cbt;		/* checkpoints (cbt.c) */

@@ -425,6 +425,34 @@ static void window_tick(void *arg)
 
 static void handover_finish(void *arg);
 
+/* The FLUSH a handover sends through the write path before the role goes
+ * (vol->ho_flush): */
+enum { HO_FLUSH_NONE, HO_FLUSH_RUNNING, HO_FLUSH_DONE, HO_FLUSH_FAILED };
+
+struct ho_flush {
+	struct repl_io io;		/* first: the write path's done gets it */
+	struct repl_volume *vol;
+	uint64_t gen;
+};
+
+static void ho_flush_done(struct repl_io *io)
+{
+	struct ho_flush *f = (struct ho_flush *)io;
+	struct repl_volume *vol = f->vol;
+
+	if (f->gen == vol->ho_flush_gen && vol->ho_flush == HO_FLUSH_RUNNING)
+		vol->ho_flush = io->result < 0 ? HO_FLUSH_FAILED : HO_FLUSH_DONE;
+	free(f);
+}
+
+/* A new handover, or the end of one: a FLUSH still running is no longer
+ * its (it may not cover writes since). */
+static void ho_flush_forget(struct repl_volume *vol)
+{
+	vol->ho_flush = HO_FLUSH_NONE;
+	vol->ho_flush_gen++;
+}
+
 int repl__takeover_verdict(const struct takeover_view *v)
 {
 	if (!v->primary)
@@ -458,6 +486,7 @@ void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags)
 	}
 	vol->handover_to = (int)p->idx;
 	vol->handover_seq = seq;
+	ho_flush_forget(vol);
 	plog(LOG_NOTICE, vol->name, "%s asks for the Primary role%s: new writes wait, "
 	     "the ones in flight finish", p->node, flags & WIRE_TO_SOFT ? " (no client here)" : "");
 	repl__timer_add(vol->eng, 0, handover_finish, vol, &vol->handover_timer);
@@ -487,6 +516,7 @@ static void handover_abort(struct repl_volume *vol, const char *why)
 {
 	plog(LOG_WARNING, vol->name, "handing over aborted: %s", why);
 	vol->handover_to = -1;
+	ho_flush_forget(vol);
 	repl__timer_del(vol->eng, &vol->handover_timer);
 	ios_restart(vol, ho_take(vol));
 }
@@ -497,7 +527,6 @@ static void handover_finish(void *arg)
 	struct repl_volume *vol = arg;
 	struct peer *p;
 	struct meta_super sb;
-	int r;
 
 	vol->handover_timer = NULL;
 	if (vol->handover_to < 0)
@@ -513,13 +542,37 @@ static void handover_finish(void *arg)
 		repl__timer_add(vol->eng, 1, handover_finish, vol, &vol->handover_timer);
 		return;
 	}
-	/* What we wrote as Primary goes to disk first: from now on the new
-	 * Primary tracks what it sends us and we have not flushed, not what
-	 * we wrote before (sim seed 8925: power lost right after a handover,
-	 * a region written before it was in nobody's bitmap, and the resync
-	 * left the replicas different).  Rare enough to wait for here. */
-	if ((r = repl__store_sync(vol->fd)) < 0) {
-		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing before handing over");
+	/* What we acknowledged as Primary goes to disk first, here and on
+	 * every peer: from now on the new Primary tracks what it sends and a
+	 * peer has not flushed (peer_unflushed.c), not what we sent before.
+	 * Without it, power lost right after a handover left a region written
+	 * before it in nobody's bitmap, and the resync left the replicas
+	 * different: here (sim seed 8925, when this was a local fdatasync)
+	 * and on a third replica, whose Primary's record of it stayed with
+	 * us (seed 10922).  A FLUSH through the write path: each peer's ack
+	 * empties its unflushed set, one that cannot flush is dropped and
+	 * outdated as for a guest's FLUSH.  Rare enough to wait for here. */
+	if (vol->ho_flush == HO_FLUSH_NONE) {
+		struct ho_flush *f = calloc(1, sizeof(*f));
+
+		if (!f) {
+			send_handover(p, vol->handover_seq, -ENOMEM);
+			handover_abort(vol, "out of memory");
+			return;
+		}
+		f->vol = vol;
+		f->gen = vol->ho_flush_gen;
+		f->io.op = REPL_IO_FLUSH;
+		f->io.done = ho_flush_done;
+		vol->ho_flush = HO_FLUSH_RUNNING;
+		repl__rep_io(vol, &f->io);
+	}
+	if (vol->ho_flush == HO_FLUSH_RUNNING) {
+		repl__timer_add(vol->eng, 1, handover_finish, vol, &vol->handover_timer);
+		return;
+	}
+	if (vol->ho_flush == HO_FLUSH_FAILED) {
+		plog(LOG_ERR, vol->name, "flushing the replicas before handing over failed");
 		send_handover(p, vol->handover_seq, -EIO);
 		handover_abort(vol, "cannot flush the backing");
 		return;
@@ -534,6 +587,7 @@ static void handover_finish(void *arg)
 	vol->role = REPL_SECONDARY;
 	vol->auto_promoted = false;
 	vol->handover_to = -1;
+	ho_flush_forget(vol);
 	repl__peers_tell_state(vol);	/* before the answer: the asker sees us Secondary */
 	send_handover(p, vol->handover_seq, 0);
 	plog(LOG_NOTICE, vol->name, "handed the Primary role over to %s: Secondary now%s",
