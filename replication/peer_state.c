@@ -385,6 +385,17 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		if (gen_on_primary_moved(&g, s->current) == 0)
 			repl__gen_store(&sb, -1, &g);
 		sb.gen_bitmap = 0;
+		/* Our bitmaps of the replicas away said what they lack since
+		 * their generation; the writes of this Primary's era are not
+		 * in them (a Secondary keeps no bitmaps).  Promoted later, a
+		 * bitmap resync from them would leave those writes out (sim
+		 * seed 16787: a migration back while the third replica was
+		 * away): without a bitmap generation, such a replica takes a
+		 * full resync from us (gen.c rule 10), or a bitmap one from
+		 * the Primary that has its bits. */
+		for (unsigned i = 0; i < vol->n_peers; i++)
+			if (i != p->idx)
+				sb.peers[i].bitmap_gen = 0;
 		p->took_primary = true;
 	}
 	if (s->outdate_notice && (o = peer_by_id(vol, s->outdated_node)))
