@@ -23,7 +23,9 @@
 #   bench/write-path-bench.sh                  # about 4 min on 2 CPUs
 #   RUNTIME=10 SERVERS="1r 2r" bench/write-path-bench.sh
 #
-# PROFILE=1 adds, per server and job, the syscalls per write (strace -c).
+# PROFILE=1 adds, per server and job, the syscalls per write (strace -c);
+# PERF=1 the functions that take the servers' CPU (perf record -g, the top
+# symbols by self time, and who calls the futex and lock-wait ones).
 # Knobs: RUNTIME [5] seconds per fio run; SERVERS ["nbdkit qemu-nbd 1r 2r
 # 3r 2r-pin"]; JOBS ["qd1 qd32 seq sync"]; VOLSIZE [1G]; PINGPONG [build/bench/pingpong].  The machine
 # is shared with the client and every replica: the load average before and
@@ -71,16 +73,28 @@ CLIENT_CPU=()   # taskset prefix of the client (2r-pin)
 cpu_idle() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5, t; exit }' /proc/stat; }
 
 # fill URI: write VOLSIZE of random data through the server (the image is
-# pre-filled, as in the issue: a write never allocates).
+# pre-filled, as in the issue: a write never allocates), then write it back
+# and drop the page cache.  Every server is filled the same way: how the
+# image got into the page cache matters (a file written in large requests
+# sits in large folios, and ext4's write_begin walks every block of the
+# folio on each 4k write into it: several times the cost of the write).
 fill() {
 	qemu-img convert -n -f raw -O raw -t none "$TESTDIR/random.img" "$1" ||
 		fail "cannot fill $1"
+	sync "${SRV_FILES[@]}"
+	drop_cache
+}
+
+# drop_cache: written-back pages out of the page cache (as root).
+drop_cache() {
+	[ -w /proc/sys/vm/drop_caches ] && echo 1 >/proc/sys/vm/drop_caches
+	return 0
 }
 
 start_nbdkit() {
 	local d=$TESTDIR/nbdkit
 	mkdir -p "$d"
-	cp "$TESTDIR/random.img" "$d/img"
+	truncate -s "$VOLSIZE" "$d/img"
 	nbdkit -f -U "$d/sock" file file="$d/img" 2>"$d/log" &
 	SRV_PIDS=($!)
 	track_pid "$!"
@@ -92,7 +106,7 @@ start_nbdkit() {
 start_qemu_nbd() {
 	local d=$TESTDIR/qemu-nbd
 	mkdir -p "$d"
-	cp "$TESTDIR/random.img" "$d/img"
+	truncate -s "$VOLSIZE" "$d/img"
 	qemu-nbd -f raw --cache=writeback --aio=threads -e 8 -t -k "$d/sock" "$d/img" 2>"$d/log" &
 	SRV_PIDS=($!)
 	track_pid "$!"
@@ -108,7 +122,6 @@ start_1r() {
 	SRV_URI=$NBD_URI
 	SRV_FILES=("$BACKING")
 	SRV_DIRS=("$TESTDIR/1r")
-	fill "$SRV_URI"
 }
 
 # start_nr N [pin]: nodes n1..nN, n1 Primary; with pin, n1 and the client
@@ -134,7 +147,6 @@ start_nr() {
 		CLIENT_CPU=(taskset -c 0)
 	fi
 	SRV_URI=${NODE_NBD_URI[n1]}
-	fill "$SRV_URI"
 }
 
 start_server() {
@@ -154,7 +166,7 @@ start_server() {
 		qemu-img info -f raw "$SRV_URI" >/dev/null 2>&1 && break
 		sleep 0.1
 	done
-	[ -n "${SRV_FILES[0]}" ] && sync "${SRV_FILES[@]}"
+	fill "$SRV_URI"
 }
 
 stop_server() {
@@ -197,7 +209,7 @@ rate = w["bw_bytes"] / 1e6 if sys.argv[8] == "seq" else w["iops"]
 lat = 1e6 / w["iops"] if sys.argv[8] == "sync" and w["iops"] else w["lat_ns"]["mean"] / 1e3
 print("%.0f %.1f %.1f %.0f %.1f" % (rate, lat,
       (c1 - c0) / tick * 1e6 / n, 100 * (i1 - i0) / max(t1 - t0, 1), (f1 - f0) / n))
-' "$c0" "$c1" "$TICK" $i0 $i1 "$j" "$f0" "$f1" <<<"$out") || { log "$s $j: no fio result"; return 0; }
+' "$c0" "$c1" "$TICK" "${i0% *}" "${i0#* }" "${i1% *}" "${i1#* }" "$j" "$f0" "$f1" <<<"$out") || { log "$s $j: no fio result"; return 0; }
 	read -r "R[$s|$j|rate]" "R[$s|$j|lat]" "R[$s|$j|cpu]" "R[$s|$j|idle]" "R[$s|$j|flt]" <<<"$vals"
 	log "$(printf '%-8s %-22s %s' "$s" "${JOB_NAME[$j]}" "$vals")"
 	sync "${SRV_FILES[@]}"
@@ -226,6 +238,33 @@ print(json.loads(s[s.index("{"):])["jobs"][0]["write"]["total_ios"])' <<<"$out")
 	awk -v n="$n" '$1 ~ /^[0-9.]+$/ && NF >= 5 { c = $4; name = $NF
 		if (c / n >= 0.05) printf "  %-20s %8.2f\n", name, c / n }' "$TESTDIR/strace.out" |
 		sort -k2 -rn
+}
+
+# perf_job SERVER JOB: with PERF=1, one more run of JOB under perf record
+# -g on every server process: the symbols with the most self time, and
+# the callers of the top lock waits (no figures from these runs either).
+perf_job() {
+	local s=$1 j=$2 pids pid
+	[ "${PERF:-0}" = 1 ] || return 0
+	command -v perf >/dev/null || { log "no perf: no profile"; return 0; }
+	pids=$(IFS=,; echo "${SRV_PIDS[*]}")
+	perf record -q -g -p "$pids" -o "$TESTDIR/perf.data" 2>/dev/null &
+	pid=$!
+	sleep 1
+	# shellcheck disable=SC2086 # JOB_ARGS are words
+	fio --name="$j" --ioengine=nbd --uri="$SRV_URI" ${JOB_ARGS[$j]} --numjobs=1 \
+		--time_based --runtime="$RUNTIME" --output-format=json >/dev/null 2>&1
+	kill -INT "$pid"
+	wait "$pid"
+	echo "== CPU of $s, ${JOB_NAME[$j]} (perf record -g, all nodes, self time >= 1.5%)"
+	perf report -i "$TESTDIR/perf.data" --stdio --no-children --sort comm,dso,sym \
+		--percent-limit 1.5 -g none 2>/dev/null | grep -v '^#' | grep -v '^$' | head -30
+	echo "== callers of the lock and futex waits, $s, ${JOB_NAME[$j]}"
+	perf report -i "$TESTDIR/perf.data" --stdio --no-children --sort sym \
+		--symbols=__lll_lock_wait,futex_wait,__futex_abstimed_wait_common \
+		-g caller,0.5,callee,function,percent --percent-limit 1 2>/dev/null |
+		grep -v '^#' | grep -v '^$' | head -60
+	rm -f "$TESTDIR/perf.data"
 }
 
 # v SERVER JOB WHAT: a cell, or n/a.
@@ -289,9 +328,12 @@ print_goals() {
 		"$(ratio "$(v 2r sync rate)" "$(v nbdkit sync rate)")" ">=" 0.8
 }
 
-# pwrite_us: mean latency of a 4k random pwrite into a pre-filled file in
-# the page cache (what the peer's write costs it), fio psync QD1.
+# pwrite_us: mean latency of a 4k random pwrite into a pre-filled file
+# through the page cache (what the peer's write costs it), fio psync QD1,
+# after the same write-back and drop as fill.
 pwrite_us() {
+	sync "$TESTDIR/random.img"
+	drop_cache
 	fio --name=pwrite --ioengine=psync --filename="$TESTDIR/random.img" --rw=randwrite \
 		--bs=4k --time_based --runtime=2 --output-format=json 2>/dev/null |
 		"$PYTHON" -c 'import json, sys
@@ -318,6 +360,7 @@ main() {
 		start_server "$s"
 		for j in "${JOBS[@]}"; do run_job "$s" "$j"; done
 		for j in "${JOBS[@]}"; do profile_job "$s" "$j"; done
+		for j in "${JOBS[@]}"; do perf_job "$s" "$j"; done
 		stop_server "$s"
 	done
 	pp=$(git -C "$top_srcdir" describe --always --dirty 2>/dev/null || echo '?')
