@@ -478,11 +478,24 @@ static bool rs_agreement(const struct peer *p)
 	       meta_get(vol->meta)->disk_state == META_UPTODATE;
 }
 
+/* One source at a time: a resync from p ends one from another replica,
+ * whose frames still coming would land over p's newer data (sim seed
+ * 38631: a stale Primary's, delayed, after the new one's full resync). */
+static void rs_one_source(struct peer *p)
+{
+	for (unsigned i = 0; i < p->vol->n_peers; i++) {
+		struct peer *q = p->vol->peers[i];
+		if (q != p && repl__peer_up(q) && q->link == REPL_LINK_SYNC_TARGET)
+			repl__peer_drop(q, "a resync from another replica started");
+	}
+}
+
 static void rs_start_agreement(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 
 	repl__rs_stop(p);
+	rs_one_source(p);
 	p->link = REPL_LINK_SYNC_TARGET;
 	p->rs_agreement = true;
 	p->rs_recv_bytes = 0;
@@ -498,6 +511,7 @@ void repl__rs_start_target(struct peer *p)
 	struct meta_super sb = *meta_get(vol->meta);
 
 	repl__rs_stop(p);
+	rs_one_source(p);
 	p->rs_agreement = false;
 	if (sb.disk_state != META_INCONSISTENT) {
 		sb.disk_state = META_INCONSISTENT;
