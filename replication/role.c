@@ -375,10 +375,13 @@ void repl_volume_mark_outdated(struct repl_volume *vol)
 	if (vol->disk_state != GEN_DISK_UPTODATE)
 		return;
 	sb.disk_state = META_OUTDATED;
-	if (meta_update(vol->meta, &sb) < 0) {
-		plog(LOG_ERR, vol->name, "cannot record this replica as Outdated");
-		return;
-	}
+	/* Outdated even if the metadata cannot say so: the cluster's record
+	 * does (and says it again at a restart).  Left UpToDate here, the
+	 * peers took this replica for the one to promote, the cluster
+	 * refused it, and neither was promoted (EIO seed 31556). */
+	if (meta_update(vol->meta, &sb) < 0)
+		plog(LOG_ERR, vol->name, "cannot record this replica as Outdated in its "
+		     "metadata: Outdated in memory, as the cluster records it");
 	vol->disk_state = GEN_DISK_OUTDATED;
 	plog(LOG_WARNING, vol->name, "the cluster says this replica is Outdated");
 	repl__peers_tell_state(vol);
