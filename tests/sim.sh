@@ -3,12 +3,13 @@
 # SIM_RUNS seeds (default 3500, from SIM_FROM, default 1), SIM_JOBS at a
 # time (default 2), with the fault profile of CI (--no-eio).  With
 # SIM_PROFILE=eio (tests/sim-eio.sh) it sweeps the default profile, disk
-# EIO included, over SIM_EIO_RUNS seeds (default 1000, about 30 s on two
+# EIO included, over SIM_EIO_RUNS seeds (default 4000, about a minute on two
 # cores) against tests/sim/known-failures-eio instead; with
 # SIM_PROFILE=split-brain (tests/sim-split-brain.sh) the split-brain
 # profile (--split-brain: static mode, an operator who makes a split brain
 # and resolves it) over SIM_SB_RUNS seeds (default 600) against
-# tests/sim/known-failures-split-brain.  6,100 seeds in all per build.  Fails on
+# tests/sim/known-failures-split-brain.  9,100 seeds in all (the sanitizer
+# build: 400).  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
@@ -33,7 +34,7 @@ eio)
 	regress=$top/tests/sim/regressions-eio
 	profile=()
 	label="sim (EIO)"
-	runs_plain=${SIM_EIO_RUNS:-1000}
+	runs_plain=${SIM_EIO_RUNS:-4000}
 	runs_san=${SIM_EIO_RUNS:-100}
 	;;
 split-brain)
