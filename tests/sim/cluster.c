@@ -165,6 +165,7 @@ static void hook_changed(void *arg, struct repl_volume *vol)
 		oracle_role_moved(n->id);
 	}
 	was_primary[n->id] = primary;
+	oracle_changed(n->id);
 	if (n->id == cm_primary && !static_mode)
 		clear_outdated();
 }

@@ -472,6 +472,26 @@ static void check_replica(int node, const char *kind, const char *what)
 	check_image(node_br[node], d, d ? size : 0, kind, what);
 }
 
+/* node's state changed: if it is Primary, a replica in sync with it holds
+ * every write acknowledged so far, those a resync gave it included.  What
+ * a later split owes that replica starts there (oracle_fork()): counted
+ * only from in-sync acknowledgements, a write acknowledged while its link
+ * was cut and resynced before the split was taken for one its Primary
+ * wrote after it (split-brain seed 14092). */
+void oracle_changed(int node)
+{
+	struct repl_volume_status st;
+	uint8_t h;
+
+	repl_volume_status(nodes[node].vol, &st);
+	if (strcmp(st.role, "Primary"))
+		return;
+	h = in_sync_holders(node) & (uint8_t)~(1u << node);	/* itself: a split's new one */
+	for (int i = 0; i < SIM_NODES; i++)
+		if (h & (1u << i))
+			last_sync_seq[i] = ack_counter;
+}
+
 /* The split-brain profile (split.c): node was promoted while from, the
  * Primary, went on.  node's replica follows a branch of its own from now
  * on, from's history up to here, where a write node was not in sync for

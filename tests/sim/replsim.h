@@ -58,6 +58,7 @@ void oracle_client_detach(int node);
 void oracle_client_switch(int node);
 int oracle_client_node(void);
 void oracle_role_moved(int node);
+void oracle_changed(int node);
 void oracle_fork(int from, int node);
 void oracle_resolved(int keep, int victim, const uint8_t *d, uint64_t size);
 unsigned oracle_pending_on(int node);
