@@ -652,6 +652,10 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	 * With the source itself we are equal now. */
 	for (unsigned i = 0; i < META_MAX_PEERS; i++)
 		sb.peers[i].bitmap_gen = 0;
+	/* Nor is the source Outdated by us any more: a record of ours from
+	 * before, left standing, let a later power loss here pass it by as
+	 * holding nothing we lost (role.c, power_holder(); sim seed 50247). */
+	sb.peers[p->idx].disk_state = META_UPTODATE;
 	meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
 	meta_bits_clear_range(vol->meta, p->idx, 0, vol->size);
 	if (meta_update(vol->meta, &sb) < 0 || meta_bitmap_flush(vol->meta) < 0) {
