@@ -272,9 +272,8 @@ void repl_volume_outdate_done(struct repl_volume *vol, uint64_t token)
 	 * UpToDate is Outdated for the cluster now, and told so: the next
 	 * handshake makes us its source (gen.c rule 23; sim seed 9248 of the
 	 * EIO profile, where it waited StandAlone for good). */
-	for (unsigned i = 0; i < vol->n_peers; i++)
-		if (vol->role == REPL_PRIMARY &&
-		    sb->peers[vol->peers[i]->idx].disk_state == META_OUTDATED)
+	for (unsigned i = 0; i < vol->n_peers && vol->role == REPL_PRIMARY; i++)
+		if (sb->peers[vol->peers[i]->idx].disk_state == META_OUTDATED)
 			repl__peer_retry(vol->peers[i]);
 	if (!vol->freeze)
 		return;

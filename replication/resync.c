@@ -490,18 +490,22 @@ static void rs_one_source(struct peer *p)
 	}
 }
 
-static void rs_start_agreement(struct peer *p)
+/* The link becomes a resync from p, of either kind. */
+static void rs_target_begin(struct peer *p, bool agreement)
 {
-	struct repl_volume *vol = p->vol;
-
 	repl__rs_stop(p);
 	rs_one_source(p);
 	p->link = REPL_LINK_SYNC_TARGET;
-	p->rs_agreement = true;
+	p->rs_agreement = agreement;
 	p->rs_recv_bytes = 0;
 	p->rs_recv_started_ms = now_mono_ms();
-	p->rs_fail_mark = repl__apply_failures(vol);
-	plog(LOG_NOTICE, vol->name, "resync from %s started (regions to make agree; this "
+	p->rs_fail_mark = repl__apply_failures(p->vol);
+}
+
+static void rs_start_agreement(struct peer *p)
+{
+	rs_target_begin(p, true);
+	plog(LOG_NOTICE, p->vol->name, "resync from %s started (regions to make agree; this "
 	     "replica holds every acknowledged write: UpToDate through it)", p->node);
 }
 
@@ -510,19 +514,13 @@ void repl__rs_start_target(struct peer *p)
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 
-	repl__rs_stop(p);
-	rs_one_source(p);
-	p->rs_agreement = false;
+	rs_target_begin(p, false);
 	if (sb.disk_state != META_INCONSISTENT) {
 		sb.disk_state = META_INCONSISTENT;
 		if (meta_update(vol->meta, &sb) < 0)
 			plog(LOG_ERR, vol->name, "cannot record the resync start");
 	}
 	vol->disk_state = GEN_DISK_INCONSISTENT;
-	p->link = REPL_LINK_SYNC_TARGET;
-	p->rs_recv_bytes = 0;
-	p->rs_recv_started_ms = now_mono_ms();
-	p->rs_fail_mark = repl__apply_failures(vol);
 	plog(LOG_NOTICE, vol->name, "resync from %s started", p->node);
 }
 
