@@ -6,7 +6,10 @@
  *
  * Locking: one mutex per pool guards both lists; workers sleep on a
  * condition variable.  The eventfd is written only when the done list goes
- * from empty to non-empty, so a burst costs the loop one wake-up.
+ * from empty to non-empty, so a burst costs the loop one wake-up.  What
+ * the loop submits inside a batch (loop.c: the requests of one read, the
+ * frames of one wake-up) is queued at the batch's end, under one lock,
+ * after the frames that batch sends to the peers.
  *
  * A pool starts with one worker and grows, up to its size, only when a
  * request is queued while more are waiting than workers are idle: an idle
@@ -47,6 +50,11 @@ struct iopool {
 	unsigned nthreads, max_threads;
 	unsigned idle;			/* workers waiting for a request */
 	unsigned queued;		/* requests in the queue */
+	/* loop thread: submitted in the current batch, not yet queued */
+	struct repl_io *pend_head, **pend_tail;
+	unsigned npend;
+	struct repl_deferred kick;
+	bool freeing;			/* no more deferring: submit queues at once */
 	/* Called on the worker before a write reaches the store (cbt.c's
 	 * changed-block tracking), or NULL. */
 	void (*before_write)(void *arg, uint64_t off, uint64_t len);
@@ -123,6 +131,8 @@ static void push_done(struct iopool *p, struct repl_io *io)
 		log_err_errno(errno, "[%s] eventfd write", p->name);
 }
 
+static void submit_pending(void *arg);
+
 static void *worker_main(void *arg)
 {
 	struct iopool *p = arg;
@@ -155,6 +165,7 @@ static void *worker_main(void *arg)
 static void pool_dispatch(void *arg, int fd, unsigned revents)
 {
 	struct iopool *p = arg;
+	struct repl_engine *eng = p->eng;	/* a ->done may free the pool */
 	struct repl_io *io, *next;
 	uint64_t n;
 
@@ -165,11 +176,13 @@ static void pool_dispatch(void *arg, int fd, unsigned revents)
 	p->done_head = NULL;
 	p->done_tail = &p->done_head;
 	pthread_mutex_unlock(&p->lock);
+	repl__batch_begin(eng);	/* e.g. a Secondary's acks: one sendmsg */
 	for (; io; io = next) {
 		next = io->next;
 		io->next = NULL;
 		io->done(io);
 	}
+	repl__batch_end(eng);
 }
 
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
@@ -189,6 +202,8 @@ int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 	p->blockdev = blockdev;
 	p->queue_tail = &p->queue_head;
 	p->done_tail = &p->done_head;
+	p->pend_tail = &p->pend_head;
+	p->kick = (struct repl_deferred){ .fn = submit_pending, .arg = p };
 	pthread_mutex_init(&p->lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (repl__sys->pool_kick) {
@@ -216,6 +231,44 @@ fail:
 	return r;
 }
 
+/* Appends the n requests head..*tail to the queue and wakes workers for
+ * them. */
+static void enqueue(struct iopool *p, struct repl_io *head, struct repl_io **tail, unsigned n)
+{
+	unsigned wake;
+
+	pthread_mutex_lock(&p->lock);
+	*p->queue_tail = head;
+	p->queue_tail = tail;
+	p->queued += n;
+	/* More waiting than idle workers to take them: more workers (a
+	 * failure is not an error, the ones there are take them in turn). */
+	while (p->queued > p->idle && p->nthreads < p->max_threads && !p->stopping &&
+	       pthread_create(&p->threads[p->nthreads], NULL, worker_main, p) == 0)
+		p->nthreads++;
+	wake = MAX(1u, MIN(n, p->idle));
+	while (wake--)
+		pthread_cond_signal(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+	if (repl__sys->pool_kick)
+		while (n--)
+			repl__sys->pool_kick(p);
+}
+
+/* The end of a batch: what it submitted, in order. */
+static void submit_pending(void *arg)
+{
+	struct iopool *p = arg;
+	struct repl_io *head = p->pend_head, **tail = p->pend_tail;
+	unsigned n = p->npend;
+
+	p->pend_head = NULL;
+	p->pend_tail = &p->pend_head;
+	p->npend = 0;
+	if (n)
+		enqueue(p, head, tail, n);
+}
+
 void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 {
 	io->next = NULL;
@@ -223,19 +276,13 @@ void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 		io->pool_mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
 		io->flush_covered = false;
 	}
-	pthread_mutex_lock(&p->lock);
-	*p->queue_tail = io;
-	p->queue_tail = &io->next;
-	p->queued++;
-	/* More waiting than idle workers to take them: one more worker (a
-	 * failure is not an error, the ones there are take it in turn). */
-	if (p->queued > p->idle && p->nthreads < p->max_threads && !p->stopping &&
-	    pthread_create(&p->threads[p->nthreads], NULL, worker_main, p) == 0)
-		p->nthreads++;
-	pthread_cond_signal(&p->cond);
-	pthread_mutex_unlock(&p->lock);
-	if (repl__sys->pool_kick)
-		repl__sys->pool_kick(p);
+	if (!p->freeing && repl__defer(p->eng, &p->kick)) {
+		*p->pend_tail = io;
+		p->pend_tail = &io->next;
+		p->npend++;
+		return;
+	}
+	enqueue(p, io, &io->next, 1);
 }
 
 unsigned repl__iopool_queued(const struct iopool *p)
@@ -270,6 +317,11 @@ void repl__iopool_free(struct iopool *p)
 {
 	if (!p)
 		return;
+	/* What this batch submitted is queued now, and what the completions
+	 * below submit is queued at once: all of it runs before the end. */
+	p->freeing = true;
+	repl__undefer(p->eng, &p->kick);
+	submit_pending(p);
 	pthread_mutex_lock(&p->lock);
 	p->stopping = true;
 	pthread_cond_broadcast(&p->cond);

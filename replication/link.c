@@ -191,10 +191,24 @@ static int link_send(struct peer_link *l, const struct wire_msg *m, const void *
 	t->next = NULL;
 	*l->tx_tail = t;
 	l->tx_tail = &t->next;
+	if (repl__defer(l->vol->eng, &l->flush_later))
+		return 0;
 	if (link_flush(l) < 0)
 		return -EPIPE;	/* the read side will notice and close */
 	link_update(l);
 	return 0;
+}
+
+/* The end of a batch that queued frames: they go out in one sendmsg (a
+ * failure is the read side's to notice, as above). */
+static void flush_later(void *arg)
+{
+	struct peer_link *l = arg;
+
+	if (l->dead)
+		return;
+	link_flush(l);
+	link_update(l);
 }
 
 static void pending_unlink(struct peer_link *l)
@@ -517,16 +531,19 @@ static void link_fail(struct peer_link *l, int r)
 static void link_event(void *arg, int fd, unsigned revents)
 {
 	struct peer_link *l = arg;
+	struct repl_engine *eng = l->vol->eng;	/* outlives what the frames cause */
 	int r = 0;
 
 	l->busy++;
+	repl__batch_begin(eng);
 	if (revents & POLLOUT)
 		r = link_flush(l);
 	if (r == 0 && (revents & (POLLIN | POLLHUP | POLLERR)))
 		r = link_read(l);
 	if (r < 0 && !l->dead)
 		link_fail(l, r);
-	else if (!l->dead)
+	repl__batch_end(eng);	/* sends what the frames caused */
+	if (!l->dead)
 		link_update(l);
 	if (--l->busy == 0 && l->dead)
 		link_free(l);
@@ -578,6 +595,7 @@ struct peer_link *repl__link_new(struct repl_volume *vol, int fd, struct peer *p
 	l->ops = ops;
 	l->fd = fd;
 	l->tx_tail = &l->tx_head;
+	l->flush_later = (struct repl_deferred){ .fn = flush_later, .arg = l };
 	l->rx = l->rx_small;
 	l->rx_cap = sizeof(l->rx_small);
 	l->started_ms = l->last_rx_ms = now_mono_ms();
@@ -596,6 +614,7 @@ static void link_free(struct peer_link *l)
 {
 	struct txmsg *t;
 
+	repl__undefer(l->vol->eng, &l->flush_later);
 	while ((t = l->tx_head)) {
 		l->tx_head = t->next;
 		repl__buf_put(t->owned);
@@ -612,6 +631,11 @@ static void link_free(struct peer_link *l)
 /* Closes the socket now; the memory goes when no handler is running on it. */
 static void link_close(struct peer_link *l)
 {
+	/* What this batch queued goes out first, as it did when every frame
+	 * was sent at once (a refusal, a last STATE). */
+	repl__undefer(l->vol->eng, &l->flush_later);
+	if (l->tx_head && l->fd >= 0)
+		link_flush(l);
 	repl__timer_del(l->vol->eng, &l->tick);
 	if (l->registered)
 		repl__fd_del(l->vol->eng, l->fd);

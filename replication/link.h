@@ -66,8 +66,9 @@ struct peer_link {
 	struct wire_hdr h;
 	uint8_t *payload;
 	size_t pay_have;
-	/* send */
+	/* send: frames queued in a batch (loop.c) go out at its end, together */
 	struct txmsg *tx_head, **tx_tail;
+	struct repl_deferred flush_later;
 	uint64_t last_rx_ms, started_ms;
 	void *tick;
 	struct sockaddr_storage src;	/* accepted: who connected (family 0: unknown) */

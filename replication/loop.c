@@ -41,6 +41,62 @@ void repl__timer_del(struct repl_engine *eng, void **handle)
 	}
 }
 
+void repl__batch_begin(struct repl_engine *eng)
+{
+	eng->batch_depth++;
+}
+
+void repl__batch_end(struct repl_engine *eng)
+{
+	if (--eng->batch_depth)
+		return;
+	/* In the order they were deferred (a Primary's frames to its peers
+	 * go out before its own write is handed to a worker).  A deferred fn
+	 * runs outside any batch: what it causes is not deferred again. */
+	while (eng->deferred) {
+		struct repl_deferred *d = eng->deferred;
+		eng->deferred = d->next;
+		if (!eng->deferred)
+			eng->deferred_tail = NULL;
+		d->next = NULL;
+		d->queued = false;
+		d->fn(d->arg);
+	}
+}
+
+bool repl__defer(struct repl_engine *eng, struct repl_deferred *d)
+{
+	if (!eng->batch_depth)
+		return false;
+	if (!d->queued) {
+		d->queued = true;
+		d->next = NULL;
+		if (eng->deferred)
+			eng->deferred_tail->next = d;
+		else
+			eng->deferred = d;
+		eng->deferred_tail = d;
+	}
+	return true;
+}
+
+void repl__undefer(struct repl_engine *eng, struct repl_deferred *d)
+{
+	struct repl_deferred *prev = NULL;
+
+	if (!d->queued)
+		return;
+	for (struct repl_deferred **pp = &eng->deferred; *pp; prev = *pp, pp = &(*pp)->next)
+		if (*pp == d) {
+			*pp = d->next;
+			if (eng->deferred_tail == d)
+				eng->deferred_tail = prev;
+			break;
+		}
+	d->next = NULL;
+	d->queued = false;
+}
+
 /* Something a status shows changed: the engine's own observer first
  * (resize.c: the size new NBD clients get), then the caller's. */
 void repl__changed(struct repl_volume *vol)

@@ -262,8 +262,13 @@ static void conn_event(void *arg, int fd, unsigned revents)
 	 * wait in the input buffer: the socket will not say POLLIN for them. */
 	if ((revents & POLLIN) || (may_read(c) && (c->rx || c->in_end > c->in_start ||
 						       repl__nbd_tls_pending(c->tls))) ||
-	    repl__nbd_tls_handshaking(c->tls))
+	    repl__nbd_tls_handshaking(c->tls)) {
+		struct repl_engine *eng = c->eng;
+
+		repl__batch_begin(eng);	/* the writes to the peers: one sendmsg */
 		conn_read(c);
+		repl__batch_end(eng);
+	}
 	repl__nbd_conn_flush(c);
 	if (revents & (POLLHUP | POLLERR))
 		repl__nbd_conn_close_side(c, true);	/* nobody left to answer */

@@ -84,6 +84,9 @@ struct repl_engine {
 	 * set by repl_engine_new. */
 	void (*peer_failed_write)(struct peer *p);
 	bool stopping;
+	/* loop.c's batches: how deep, and what waits for the end */
+	unsigned batch_depth;
+	struct repl_deferred *deferred, *deferred_tail;
 };
 
 struct peer;
@@ -195,6 +198,24 @@ struct repl_volume {
 int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn, void *arg);
 int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events);
 void repl__fd_del(struct repl_engine *eng, int fd);
+
+/* A batch is the work of one wake-up (an fd's handler: the requests one
+ * read brought, the completions one eventfd announced).  What a module
+ * defers runs once, when the outermost batch ends: link.c's sends, so that
+ * the frames of a wake-up go out in one sendmsg.  Outside a batch nothing
+ * is deferred (repl__defer() says false: do it now).  Loop thread only. */
+struct repl_deferred {
+	struct repl_deferred *next;
+	void (*fn)(void *arg);
+	void *arg;
+	bool queued;
+};
+void repl__batch_begin(struct repl_engine *eng);
+void repl__batch_end(struct repl_engine *eng);
+/* Queues d (once) for the end of the batch: true; false outside one. */
+bool repl__defer(struct repl_engine *eng, struct repl_deferred *d);
+/* d will not run (its owner goes away). */
+void repl__undefer(struct repl_engine *eng, struct repl_deferred *d);
 
 /* ---- store.c: the backing file or device ---- */
 /* Opens (creating a sparse file of *size when absent and create_size>0)
