@@ -49,7 +49,7 @@ struct peer {
 	 * handshake found us equal (no resync, nothing in its bitmap for
 	 * us, both UpToDate), or its resync made us UpToDate.  A resync it
 	 * starts on the link then only makes regions agree (its own failed
-	 * write, recent.c), and we stay UpToDate through it (resync.c). */
+	 * write, recent.c), and we stay UpToDate through it (resync_target.c). */
 	bool held_all;
 	bool rs_agreement;		/* the resync to us is such a one */
 	enum repl_link_state link;
@@ -292,15 +292,16 @@ void repl__unfl_free(struct peer *p);
  * aborts instead (when names the moment: "step down", "demote"...). */
 unsigned repl__writes_check(const struct repl_volume *vol, const char *when, bool idle);
 
-/* resync.c */
+/* resync.c (the source's side; the target's is resync_target.c) */
 void repl__rs_start_source(struct peer *p, bool full);
-void repl__rs_start_target(struct peer *p);
 void repl__rs_more(struct peer *p);
 void repl__rs_stop(struct peer *p);
 void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
 /* A guest write to the range failed on p: resync copies of it are not
  * counted done (resync.c). */
 void repl__rs_note_failed(struct peer *p, uint64_t offset, uint64_t len);
+/* resync_target.c */
+void repl__rs_start_target(struct peer *p);
 /* Target: a resync block (data NULL: zeroes). */
 void repl__rs_on_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 		      void *data, void *mem);

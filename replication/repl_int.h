@@ -129,7 +129,7 @@ struct repl_volume {
 	uint8_t disk_state;		/* enum gen_disk, mirrors the metadata */
 	bool own_write_failed;		/* a Secondary's disk failed a write of
 					 * its Primary's since it last took a
-					 * resync (apply.c, resync.c) */
+					 * resync (apply.c, resync_target.c) */
 	uint64_t seq;			/* last write sequence number sent */
 	uint64_t last_guest_write_ms;	/* paces resyncs (resync.c) */
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */

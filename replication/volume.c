@@ -33,10 +33,10 @@
 static const struct peer_hooks engine_hooks = {
 	.apply = repl__rep_apply,		/* apply.c */
 	.ack = repl__rep_ack,			/* replicate.c */
-	.rs_data = repl__rs_on_data,		/* resync.c */
+	.rs_data = repl__rs_on_data,		/* resync_target.c */
 	.rs_flush = repl__rs_on_flush,
-	.rs_ack = repl__rs_on_ack,
 	.rs_done = repl__rs_on_done,
+	.rs_ack = repl__rs_on_ack,		/* resync.c */
 	.rs_more = repl__rs_more,
 	.rs_source = repl__rs_start_source,
 	.primary_seq = repl__recent_peer_ack,	/* recent.c */
