@@ -24,7 +24,7 @@ compgen -G "$objdir/libreplication_la-*.o" >/dev/null ||
 import collections, glob, os, re, subprocess, sys
 
 objdir = sys.argv[1]
-LOWER = ["loop", "iopool", "link", "peer", "peer_state", "peer_send", "peer_unflushed"]
+LOWER = ["loop", "iopool", "link", "link_accept", "peer", "peer_state", "peer_send", "peer_unflushed"]
 UPPER = ["replicate", "apply", "outdate", "resync", "resync_target", "recent", "verify", "window",
          "resize", "cbt", "role", "volume", "engine", "nbd_server", "nbd_conn",
          "nbd_cmd", "nbd_opt", "nbd_meta", "al_vol"]
