@@ -314,6 +314,15 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		if (m->u.bye_reason == WIRE_BYE_SIZE)
 			repl__peer_size_wait(p, "the peer waits until the sizes allow the link "
 				  "(a resize is going round)", false);
+		/* It saw a split brain with what we were when we sent our
+		 * VOLUME; we have moved since (a third replica told us we are
+		 * Outdated): the next handshake is on what we are now, and we
+		 * may take its data then (gen.c rule 23).  StandAlone, nothing
+		 * would try again: sim seed 46471 of the EIO profile.  (The
+		 * deciding side's own move is peer_state.c's.) */
+		else if (m->u.bye_reason == WIRE_BYE_SPLIT_BRAIN && repl__peer_told_stale(p))
+			repl__peer_drop(p, "the peer saw a split brain with the state we had when "
+					"the link was made: connecting again");
 		else
 			peer_down(p, m->u.bye_reason == WIRE_BYE_SHUTDOWN ? "peer shut down"
 				  : "peer refused the connection",

@@ -374,5 +374,8 @@ bool repl__peer_has_primary(const struct repl_volume *vol, const struct peer *ex
  * once up. */
 void repl__peer_on_volume(struct peer *p, const struct wire_volume *v);
 void repl__peer_on_state(struct peer *p, const struct wire_state *s);
+/* Has our role, disk or generation moved since the VOLUME we sent on p's
+ * link (what the peer decides on)? */
+bool repl__peer_told_stale(const struct peer *p);
 
 #endif

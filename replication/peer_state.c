@@ -167,9 +167,7 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	in->quorate = vol->quorate;
 }
 
-/* Has our role, disk or generation moved since the VOLUME we sent on
- * this link? */
-static bool told_stale(const struct peer *p)
+bool repl__peer_told_stale(const struct peer *p)
 {
 	const struct repl_volume *vol = p->vol;
 
@@ -244,7 +242,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	 * meanwhile, and only it saw the split brain (sim seed 2953 of
 	 * --split-brain).  Try again: the next handshake is on what we are
 	 * now, on both sides. */
-	if (hv.action == HS_STANDALONE && told_stale(p)) {
+	if (hv.action == HS_STANDALONE && repl__peer_told_stale(p)) {
 		repl__peer_drop(p, "our state changed while the link was made: connecting again");
 		return;
 	}
@@ -275,7 +273,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	 * was not up): without one it keeps deciding on the old state, e.g.
 	 * a Secondary that still sees us Inconsistent waits for a resync
 	 * nobody starts. */
-	if (told_stale(p))
+	if (repl__peer_told_stale(p))
 		repl__peer_send_state(p, NULL);
 	if (p->suppressed) {
 		snprintf(p->reason, sizeof(p->reason), "%s between Secondaries: %s",
