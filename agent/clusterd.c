@@ -10,7 +10,8 @@
  * - and only while the partition is quorate.
  *
  * Its parts: what it sends is clusterd_send.c's, what it knows of the
- * members clusterd_nodes.c's, how a volume definition becomes a replica
+ * members clusterd_nodes.c's, the group's Outdated records
+ * clusterd_records.c's, how a volume definition becomes a replica
  * here clusterd_vol.c's, the promotion rules and control commands
  * clusterd_cmd.c's; this file handles what the group delivers, membership,
  * quorum and the corosync connection, and the engine's hooks. */
@@ -27,6 +28,7 @@
 #include "clusterd.h"
 #include "clusterd_int.h"
 #include "clusterd_nodes.h"
+#include "clusterd_records.h"
 #include "clusterd_send.h"
 #include "clusterd_vol.h"
 #include "log.h"
@@ -43,7 +45,6 @@ static void notify(struct clusterd *cd)
 
 static void apply_quorum(struct clusterd *cd);
 static void on_sync_done(struct clusterd *cd, uint32_t nodeid);
-static void save_pending(struct clusterd *cd);
 
 static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 {
@@ -77,121 +78,8 @@ static void on_voldef(struct clusterd *cd, const struct voldef *d)
 		log_notice("cluster: volume %s %s (version %" PRIu64 ")", d->name,
 			   d->deleted ? "deleted" : "defined", d->version);
 		if (d->deleted && outdates_remove(&cd->records, d->name, NULL))
-			save_pending(cd);
+			clusterd__save_pending(cd);
 		clusterd__apply_def(cd, voldb_find(cd->db, d->name));
-	}
-}
-
-static const char *name_of(struct clusterd *cd, uint32_t nodeid)
-{
-	for (size_t i = 0; i < cd->n_nodes; i++)
-		if (cd->nodes[i].nodeid == nodeid)
-			return cd->nodes[i].node;
-	return NULL;
-}
-
-/* The pending requests and the group's records go to the state directory
- * at each change, before the group hears of a new request: a daemon that
- * stops before the group records it sends it again at its next start
- * (clusterd_open()), and one that restarts still knows every record. */
-static void save_pending(struct clusterd *cd)
-{
-	int r = outdates_save(cd->cfg->state_dir, cd->pending, cd->records);
-
-	if (r < 0)
-		log_err_errno(-r, "cluster: cannot write %s/%s: an outdate request not yet "
-			      "recorded by the group, or the group's record, is lost if this "
-			      "daemon stops", cd->cfg->state_dir, OUTDATES_FILE);
-}
-
-/* ---- the group's records -------------------------------------------------------- */
-
-/* Every member keeps the group's word that a replica is Outdated
- * (outdates.h says why), whoever says it: the Primary that lost the
- * replica, or a member that knew it (the state exchange).  Not about a
- * member that says it is Primary of the volume (a deposed Primary's
- * metadata may still name the one promoted since), nor about a volume or
- * a node the group does not know. */
-static void record_outdated(struct clusterd *cd, const struct clmsg_outdate *o)
-{
-	const struct voldef *d = voldb_find(cd->db, o->volume);
-	const struct primary_rec *pr = clusterd__primary_rec(cd, o->volume, o->node);
-	int r;
-
-	if (!d || d->deleted || !clusterd__def_has_node(d, o->node) ||
-	    (pr && clusterd__is_member(cd, pr->nodeid)))
-		return;
-	r = outdates_add_record(&cd->records, o->volume, o->node);
-	if (r < 0) {
-		log_err_errno(-r, "cluster: %s: cannot keep the record that %s is Outdated",
-			      o->volume, o->node);
-		return;
-	}
-	if (r == 0)
-		return;
-	log_info("cluster: %s: the group records %s as Outdated", o->volume, o->node);
-	save_pending(cd);
-}
-
-/* "node is in sync again" (or, from a Primary promoted just now, "I am
- * current"): a record goes only on the word of the one member that says
- * it is Primary of the volume, in a configuration whose state exchange is
- * over; while two claim it (a deposed Primary back from a minority), or
- * before the exchange ends, the record stays: the Primary says it again
- * at its next change. */
-static void clear_record(struct clusterd *cd, uint32_t from, const struct clmsg_outdate *o)
-{
-	const char *sender = from == cd->nodeid ? cd->cfg->node : name_of(cd, from);
-	const struct primary_rec *pr = sender ? clusterd__primary_rec(cd, o->volume, sender) :
-		NULL;
-
-	if (!cd->synced || !pr || pr->nodeid != from || clusterd__other_claim(cd, o->volume, from) ||
-	    !outdates_remove(&cd->records, o->volume, o->node))
-		return;
-	log_info("cluster: %s: %s says %s is %s: the group's record that it is Outdated "
-		 "is cleared", o->volume, sender, o->node,
-		 strcmp(sender, o->node) == 0 ? "Primary" : "in sync");
-	save_pending(cd);
-}
-
-int clusterd__record_rule(struct clusterd *cd, const char *volume, char *why, size_t len)
-{
-	if (!outdates_find(cd->records, volume, cd->cfg->node))
-		return 0;
-	snprintf(why, len, "the cluster recorded this replica Outdated: it lacks writes a "
-		 "Primary acknowledged without it; promote the replica that has them (it "
-		 "resyncs this one), or, if none is left, use --force and lose those writes");
-	return -EPERM;
-}
-
-void clusterd__apply_records(struct clusterd *cd, struct repl_volume *vol)
-{
-	const char *name = repl_volume_name(vol);
-
-	for (const struct pending_outdate *po = cd->records; po; po = po->next) {
-		if (strcmp(po->volume, name) != 0)
-			continue;
-		if (strcmp(po->node, cd->cfg->node) == 0)
-			repl_volume_mark_outdated(vol);
-		else
-			repl_volume_peer_outdated(vol, po->node);
-	}
-}
-
-/* "node is in sync again", from the Primary. */
-static void on_in_sync(struct clusterd *cd, uint32_t from, struct repl_volume *vol,
-		       const struct clmsg_outdate *o)
-{
-	const char *sender = name_of(cd, from);
-
-	if (!vol || !sender || from == cd->nodeid)
-		return;
-	if (strcmp(o->node, cd->cfg->node) == 0) {
-		repl_volume_uptodate_by(vol, sender);	/* checks it is our Primary */
-	} else {
-		struct primary_rec *pr = clusterd__primary_of(cd, o->volume);
-		if (pr && pr->nodeid == from)
-			repl_volume_peer_uptodate(vol, o->node);
 	}
 }
 
@@ -201,11 +89,15 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 	struct pending_outdate **pp, *po;
 
 	if (o->generation == 0) {
-		clear_record(cd, from, o);
-		on_in_sync(cd, from, vol, o);
+		clusterd__clear_record(cd, from, o);
+		clusterd__on_in_sync(cd, from, vol, o);
 		return;
 	}
-	record_outdated(cd, o);
+	if (vol && repl_volume_role(vol) == REPL_PRIMARY && strcmp(o->node, cd->cfg->node) == 0) {
+		clusterd__record_about_us(cd, o);
+		return;
+	}
+	clusterd__record_outdated(cd, o);
 	/* A stale record about a replica we, the Primary, know is in sync:
 	 * say so, which clears it everywhere.  "In sync" here is what we
 	 * know, not what it says: an earlier copy of the same stale record
@@ -254,7 +146,7 @@ static void on_outdate(struct clusterd *cd, uint32_t from, const struct clmsg_ou
 		if (vol && !po->replayed)
 			repl_volume_outdate_done(vol, po->token);
 		free(po);
-		save_pending(cd);
+		clusterd__save_pending(cd);
 		return;
 	}
 }
@@ -315,7 +207,7 @@ static void on_role(struct clusterd *cd, uint32_t from, const struct clmsg_role 
 static const char *sender_name(struct clusterd *cd, uint32_t sender, uint16_t type,
 			       char *buf, size_t len)
 {
-	const char *known = name_of(cd, sender);
+	const char *known = clusterd__name_of(cd, sender);
 
 	if (sender == cd->nodeid)
 		return cd->cfg->node;
@@ -442,7 +334,7 @@ static void membership(void *arg, const uint32_t *members, size_t n, const uint3
 	/* A node that left takes its replication links with it now, not at
 	 * their ping timeout: a promotion here must not wait for them. */
 	for (size_t i = 0; i < nl; i++) {
-		const char *gone = name_of(cd, left[i]);
+		const char *gone = clusterd__name_of(cd, left[i]);
 		if (!gone || clusterd__is_member(cd, left[i]) || left[i] == cd->nodeid)
 			continue;
 		for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
@@ -478,7 +370,7 @@ static void drop_where(struct clusterd *cd,
 		}
 	}
 	if (dropped)
-		save_pending(cd);
+		clusterd__save_pending(cd);
 }
 
 static bool of_volume(struct clusterd *cd, const struct pending_outdate *po, const void *volume)
@@ -529,22 +421,51 @@ static void send_pending(struct clusterd *cd)
 }
 
 /* Back in a quorate partition: if someone else became Primary of a volume
- * we were Primary of, we lost; step down. */
+ * we were Primary of, we lost; step down.  Someone else did if a member
+ * says it is Primary, or if the group records our replica Outdated (the
+ * one promoted may have died since: record_about_us()). */
 static void check_lost_primaries(struct clusterd *cd)
 {
+	bool heard = cd->heard_about_us;
+
+	cd->heard_about_us = false;
 	/* Only a node that was without quorum can have been overtaken; the
-	 * node promoted in the quorate partition keeps its role. */
-	if (!cd->lost_quorum)
+	 * node promoted in the quorate partition keeps its role, and clears
+	 * what the group recorded of it before its promotion. */
+	if (!cd->lost_quorum) {
+		for (struct repl_volume *v = repl_volume_first(cd->eng); heard && v;
+		     v = repl_volume_next(v))
+			if (repl_volume_role(v) == REPL_PRIMARY)
+				clusterd__send_record(cd, repl_volume_name(v), cd->cfg->node, false);
 		return;
+	}
 	cd->lost_quorum = false;
 	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v)) {
-		struct primary_rec *pr = clusterd__primary_of(cd, repl_volume_name(v));
-		if (repl_volume_role(v) == REPL_PRIMARY && pr && pr->nodeid != cd->nodeid &&
-		    clusterd__is_member(cd, pr->nodeid)) {
-			drop_pending(cd, repl_volume_name(v));
-			repl_volume_step_down(v);
-		}
+		const char *name = repl_volume_name(v);
+		struct primary_rec *pr = clusterd__primary_of(cd, name);
+		bool rival = pr && pr->nodeid != cd->nodeid && clusterd__is_member(cd, pr->nodeid);
+
+		if (repl_volume_role(v) != REPL_PRIMARY ||
+		    (!rival && !outdates_find(cd->records, name, cd->cfg->node)))
+			continue;
+		if (!rival)
+			log_warn("cluster: %s: the group records this replica Outdated: a replica "
+				 "was promoted while it was cut off, and is gone since", name);
+		drop_pending(cd, name);
+		/* What it recorded of the other replicas while cut off is
+		 * void; what it knew before the cut, every member of the
+		 * majority knows. */
+		outdates_remove(&cd->records, name, NULL);
+		if (outdates_add_record(&cd->records, name, cd->cfg->node) < 0)
+			log_err("cluster: %s: cannot keep the record that this replica is "
+				"Outdated", name);
+		clusterd__save_pending(cd);
+		repl_volume_step_down(v);
 	}
+	/* Withheld until now (clusterd__withheld()). */
+	for (struct repl_volume *v = repl_volume_first(cd->eng); v; v = repl_volume_next(v))
+		clusterd__send_records(cd, v);
+	clusterd__send_kept_records(cd);
 }
 
 /* The volumes run as quorate only when corosync says so and every member
@@ -660,7 +581,7 @@ int clusterd_hook_outdate(void *arg, struct repl_volume *vol, const char *node,
 	po->token = token;
 	po->next = cd->pending;
 	cd->pending = po;
-	save_pending(cd);
+	clusterd__save_pending(cd);
 	if (cd->ready && cd->effective)
 		clusterd__send_outdate(cd, po);
 	return 0;

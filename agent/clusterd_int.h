@@ -53,6 +53,8 @@ struct clusterd {
 					 * last membership change */
 	bool effective;			/* what the volumes were told */
 	bool lost_quorum;		/* since the last check for a rival Primary */
+	bool heard_about_us;		/* a record that a volume we are Primary
+					 * of is Outdated here, since that check */
 	uint32_t sync_wait[MAX_NODES];	/* members whose SYNC_DONE is due */
 	size_t n_sync_wait;
 	uint32_t members[MAX_NODES];

@@ -77,3 +77,11 @@ void clusterd__set_primary(struct clusterd *cd, const char *volume, const char *
 	snprintf(pr->node, sizeof(pr->node), "%s", node);
 	pr->nodeid = nodeid;
 }
+
+const char *clusterd__name_of(const struct clusterd *cd, uint32_t nodeid)
+{
+	for (size_t i = 0; i < cd->n_nodes; i++)
+		if (cd->nodes[i].nodeid == nodeid)
+			return cd->nodes[i].node;
+	return NULL;
+}

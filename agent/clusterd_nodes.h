@@ -24,5 +24,7 @@ struct primary_rec *clusterd__primary_rec(struct clusterd *cd, const char *volum
  * that it is not; a claim that does not fit the table is not kept. */
 void clusterd__set_primary(struct clusterd *cd, const char *volume, const char *node,
 			   uint32_t nodeid, bool primary);
+/* The name node nodeid announced, or NULL. */
+const char *clusterd__name_of(const struct clusterd *cd, uint32_t nodeid);
 
 #endif

@@ -94,17 +94,45 @@ void clusterd__send_record(struct clusterd *cd, const char *vol, const char *nod
 void clusterd__send_records(struct clusterd *cd, struct repl_volume *vol)
 {
 	struct repl_volume_status st;
+	bool inconsistent;
 
+	if (clusterd__withheld(cd, repl_volume_name(vol)))
+		return;
 	repl_volume_status(vol, &st);
+	/* An Inconsistent replica's word on what the others missed is
+	 * nobody's reference: a deposed Primary that started over keeps in
+	 * its metadata the replicas it lost at the cut, one of which may be
+	 * the only one holding the writes of the Primary promoted since. */
+	inconsistent = strcmp(st.disk, "Inconsistent") == 0;
 	for (unsigned i = 0; i < st.n_peers; i++) {
 		/* Following us with nothing out of sync is in sync: a replica
 		 * the group records Outdated stays Outdated through its resync
 		 * until this says so (repl_volume_uptodate_by()). */
 		if (st.peers[i].in_sync || st.peers[i].following_clean)
 			clusterd__send_record(cd, st.name, st.peers[i].node, false);
-		else if (st.peers[i].recorded_outdated)
+		else if (st.peers[i].recorded_outdated && !inconsistent)
 			clusterd__send_record(cd, st.name, st.peers[i].node, true);
 	}
+}
+
+/* A Primary back from a minority, not yet told whether another was
+ * promoted meanwhile (check_lost_primaries()), says nothing of the
+ * volume's replicas: what it recorded while cut off names the ones it lost
+ * at the cut, and with the new Primary gone since, nobody would contradict
+ * it: the group would record Outdated the replica that holds the new
+ * Primary's writes. */
+bool clusterd__withheld(const struct clusterd *cd, const char *volume)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, volume);
+
+	return cd->lost_quorum && vol && repl_volume_role(vol) == REPL_PRIMARY;
+}
+
+void clusterd__send_kept_records(struct clusterd *cd)
+{
+	for (const struct pending_outdate *po = cd->records; po; po = po->next)
+		if (!clusterd__withheld(cd, po->volume))
+			clusterd__send_record(cd, po->volume, po->node, true);
 }
 
 /* Everything we know, for members that may not know it. */
@@ -124,8 +152,7 @@ void clusterd__send_state(struct clusterd *cd)
 	/* The group's records this node keeps, also of volumes it does not
 	 * replicate: a member back from a crash hears them before the
 	 * exchange ends, so before any promotion it could make. */
-	for (const struct pending_outdate *po = cd->records; po; po = po->next)
-		clusterd__send_record(cd, po->volume, po->node, true);
+	clusterd__send_kept_records(cd);
 	m.type = CLMSG_SYNC_DONE;
 	m.u.sync_done.nodeid = cd->nodeid;
 	clusterd__send_msg(cd, &m);

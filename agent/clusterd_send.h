@@ -27,4 +27,12 @@ void clusterd__send_records(struct clusterd *cd, struct repl_volume *vol);
 /* Everything this node knows, ended by its SYNC_DONE. */
 void clusterd__send_state(struct clusterd *cd);
 
+/* The group's records this node keeps, each said again (but those
+ * withheld). */
+void clusterd__send_kept_records(struct clusterd *cd);
+
+/* Does this node say nothing now of volume's replicas: true for a Primary
+ * back from a minority until it knows whether it was overtaken. */
+bool clusterd__withheld(const struct clusterd *cd, const char *volume);
+
 #endif

@@ -36,11 +36,7 @@ ckpt_wait() {
 }
 
 rc_setup 3
-rc_cli 1 volume create vol0 --size 64M --nodes n1,n2,n3 || fail "volume create failed"
-rc_wait_all 30 "$RC_SYNCED" || fail "vol0: replicas not all Connected within 30 s"
-rc_promote_retry 1 10 || fail "promote vol0 on n1 refused"
-rc_wait_all 10 'p["n1"]["peer_role"] == "Primary"' vol0 2 3 ||
-	fail "n2 and n3 do not see n1 as Primary"
+rc_vol0_on_n1
 uri1=$(rc_uri 1)
 uri2=$(rc_uri 2)
 

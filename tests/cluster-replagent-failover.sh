@@ -28,19 +28,8 @@ wait_writer_gone() {
 	done
 }
 
-# acks LOG: acknowledged writes in an ackcheck.py log so far.
-acks() {
-	local n
-	n=$(grep -c '^A ' "$1" 2>/dev/null)
-	echo "${n:-0}"
-}
-
 rc_setup 3
-rc_cli 1 volume create vol0 --size 64M --nodes n1,n2,n3 || fail "volume create failed"
-rc_wait_all 30 "$RC_SYNCED" || fail "vol0: replicas not all Connected within 30 s"
-rc_promote_retry 1 10 || fail "promote vol0 on n1 refused"
-rc_wait_all 10 'p["n1"]["peer_role"] == "Primary"' vol0 2 3 ||
-	fail "n2 and n3 do not see n1 as Primary"
+rc_vol0_on_n1
 log "vol0 Primary on n1, replicas connected after $(rc_elapsed "$t0") s"
 
 # The writer: 32 writes in flight, a flush every 64, over the first 16 MiB,
@@ -49,7 +38,7 @@ start_writer "$ACK1" --unix "${RC_NBD[1]}" --export vol0 --duration 60 \
 	--inflight 32 --flush-every 64 --span $((16 << 20)) --stall-timeout 20
 end=$(($(date +%s) + 20))
 sleep 4
-until [ "$(acks "$ACK1")" -ge 500 ]; do
+until [ "$(rc_acks "$ACK1")" -ge 500 ]; do
 	[ "$(date +%s)" -ge "$end" ] && fail "fewer than 500 writes acknowledged by n1 in 20 s"
 	sleep 0.2
 done
@@ -65,7 +54,7 @@ rc_wait 2 5 'v["role"] == "Primary" and not v["io_frozen"]' || fail "n2 is not a
 
 wait_writer_gone 30 || fail "the writer on n1's socket did not end within 30 s of the crash"
 wait_writer && fail "the writer on n1 ended cleanly: n1's crash did not break its connection"
-log "$(acks "$ACK1") writes acknowledged by n1 before it crashed"
+log "$(rc_acks "$ACK1") writes acknowledged by n1 before it crashed"
 
 ackcheck check --log "$ACK1" --unix "${RC_NBD[2]}" --export vol0 ||
 	problem "n2's export lacks writes that n1 acknowledged before its crash"
@@ -75,7 +64,7 @@ start_writer "$ACK2" --unix "${RC_NBD[2]}" --export vol0 --duration 4 \
 	--inflight 16 --flush-every 64 --base $((16 << 20)) --span $((16 << 20)) \
 	--stall-timeout 20
 wait_writer || fail "writes through n2 (n1 down) failed"
-[ "$(acks "$ACK2")" -gt 100 ] || fail "n2 acknowledged only $(acks "$ACK2") writes in 4 s"
+[ "$(rc_acks "$ACK2")" -gt 100 ] || fail "n2 acknowledged only $(rc_acks "$ACK2") writes in 4 s"
 
 # n1 boots again.  From here on a failed expectation is a "problem": the
 # test goes on, so that the data checks at the end still run.
@@ -101,7 +90,7 @@ start_writer "$ACK3" --unix "${RC_NBD[2]}" --export vol0 --duration 60 \
 	--inflight 32 --flush-every 64 --base $((32 << 20)) --span $((16 << 20)) \
 	--stall-timeout 20
 sleep 3
-[ "$(acks "$ACK3")" -ge 100 ] || fail "n2 acknowledged only $(acks "$ACK3") writes in 3 s"
+[ "$(rc_acks "$ACK3")" -ge 100 ] || fail "n2 acknowledged only $(rc_acks "$ACK3") writes in 3 s"
 _alive "$WRITER_PID" || { wait_writer; fail "the writer on n2 ended before the crash"; }
 t_kill=$(now_s)
 cluster_kill_node 2
@@ -133,16 +122,7 @@ if [ "$dt2" != none ]; then
 	fi
 fi
 
-for i in 1 2 3; do
-	rc_stop "$i"
-done
-rc_cmp_backings vol0 1 2 3 || problem "the replicas differ at the end"
-for i in 1 2 3; do
-	for f in "$ACK1" "$ACK2" "$ACK3"; do
-		ackcheck check --log "$f" --file "$(rc_backing "$i" vol0)" >/dev/null ||
-			problem "n$i's backing file lacks acknowledged writes ($(basename "$f"))"
-	done
-done
+rc_check_backings vol0 1 "$ACK1" "$ACK2" "$ACK3"
 rc_finish
 log "every replica holds every acknowledged write"
 log "PASS ($(rc_elapsed "$t0") s; kill n1 -> promote n2: $dt s; kill n2 -> promote n1: $dt2 s)"

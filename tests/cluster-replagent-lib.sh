@@ -21,6 +21,11 @@
 #   rc_wait I T EXPR [VOL]         wait until EXPR holds on node I
 #   rc_wait_all T EXPR [VOL] [I..] the same on several nodes (default all)
 #   rc_promote_retry I T VOL       promote on node I until it works
+#   rc_vol0_on_n1                  vol0 on n1..n3, in sync, Primary on n1
+#   rc_acks LOG [FROM]             writes an ackcheck.py log acknowledged
+#   rc_cut_writing_n1 LOG D S      a writer on n1, then n1 cut off, frozen
+#   rc_check_backings VOL REF LOG.. stop all; every backing as REF's, with
+#                                  every write of the LOGs (problems)
 #   problem MSG / rc_finish        record a failure, go on; fail at the end
 #
 # EXPR is a Python expression where s is the whole status answer, v the
@@ -240,6 +245,24 @@ rc_promote_retry() {
 	done
 }
 
+# rc_vol0_on_n1: vol0 (64 MiB) created with replicas on n1, n2 and n3, all
+# Connected within 30 s, promoted on n1, and seen Primary there by n2 and
+# n3.
+rc_vol0_on_n1() {
+	rc_cli 1 volume create vol0 --size 64M --nodes n1,n2,n3 || fail "volume create failed"
+	rc_wait_all 30 "$RC_SYNCED" || fail "vol0: replicas not all Connected within 30 s"
+	rc_promote_retry 1 10 || fail "promote vol0 on n1 refused"
+	rc_wait_all 10 'p["n1"]["peer_role"] == "Primary"' vol0 2 3 ||
+		fail "n2 and n3 do not see n1 as Primary"
+}
+
+# rc_acks LOG [FROM]: how many writes an ackcheck.py log shows
+# acknowledged (at or after FROM, a now_s time); 0 without the log.
+rc_acks() {
+	awk -v from="${2:-0}" '$1 == "A" && $4 >= from { n++ } END { print n + 0 }' "$1" 2>/dev/null ||
+		echo 0
+}
+
 # rc_backing I [VOL]: node I's backing file of VOL.
 rc_backing() { echo "${RC_DATA[$1]}/${2:-vol0}.img"; }
 
@@ -285,6 +308,53 @@ rc_end_checked() {
 	ackcheck check --log "$ack" --file "$(rc_backing "$b" "$vol")" ||
 		fail "n$b's backing of $vol lacks acknowledged writes"
 	rc_finish
+}
+
+# rc_cut_writing_n1 LOG DURATION STALL: starts tests/ackcheck.py writing
+# through n1's NBD socket (16 in flight, a FLUSH every 64 writes, the
+# first 16 MiB; it runs DURATION s and gives up after STALL s without an
+# answer), checks n1 acknowledged 100 writes in 3 s, then cuts n1 off and
+# waits until it is inquorate and reports its I/O frozen.  Sets
+# RC_T_CUT and RC_T_FROZEN (now_s times) and RC_N_FROZEN (the writes
+# acknowledged then); WRITER_PID is the writer's.
+RC_T_CUT='' RC_T_FROZEN='' RC_N_FROZEN=''
+rc_cut_writing_n1() {
+	start_writer "$1" --unix "${RC_NBD[1]}" --export vol0 --duration "$2" \
+		--inflight 16 --flush-every 64 --span $((16 << 20)) --stall-timeout "$3"
+	sleep 3
+	[ "$(rc_acks "$1")" -ge 100 ] || fail "n1 acknowledged only $(rc_acks "$1") writes in 3 s"
+	RC_T_CUT=$(now_s)
+	cluster_partition 1
+	cluster_wait_inquorate 1 20 || fail "n1 still quorate 20 s after the cut"
+	rc_wait 1 15 'v["io_frozen"] and v["role"] == "Primary"' ||
+		fail "n1 (Primary, no quorum) does not report its I/O frozen"
+	RC_T_FROZEN=$(now_s)
+	RC_N_FROZEN=$(rc_acks "$1")
+	log "n1 frozen $(rc_elapsed "$RC_T_CUT") s after the cut;" \
+		"$(rc_acks "$1" "$RC_T_CUT") write(s) acknowledged by n1 after the cut," \
+		"$RC_N_FROZEN in all"
+}
+
+# rc_check_backings VOL REF LOG...: stops every node's replagentd; then
+# each node's backing of VOL must be identical to node REF's and hold every
+# write of each ackcheck.py LOG.  What does not hold is a problem (the
+# test fails at rc_finish).
+rc_check_backings() {
+	local vol=$1 ref=$2 i f others=()
+	shift 2
+	for i in "${!RC_PID[@]}"; do
+		rc_stop "$i"
+	done
+	for ((i = 1; i <= CLUSTER_N; i++)); do
+		[ "$i" = "$ref" ] || others+=("$i")
+	done
+	rc_cmp_backings "$vol" "$ref" "${others[@]}" || problem "the replicas differ at the end"
+	for ((i = 1; i <= CLUSTER_N; i++)); do
+		for f in "$@"; do
+			ackcheck check --log "$f" --file "$(rc_backing "$i" "$vol")" >/dev/null ||
+				problem "n$i's backing file lacks acknowledged writes ($(basename "$f"))"
+		done
+	done
 }
 
 # problem MSG: a failed expectation after which the test can go on (its

@@ -18,40 +18,18 @@ t0=$(now_s)
 ACK1=$TESTDIR/ack-n1.log
 ACK2=$TESTDIR/ack-n2.log
 
-# acks LOG [FROM]: acknowledged writes in an ackcheck.py log (at or after
-# FROM, a now_s time).
-acks() {
-	awk -v from="${2:-0}" '$1 == "A" && $4 >= from { n++ } END { print n + 0 }' "$1" 2>/dev/null ||
-		echo 0
-}
-
 rc_setup 3
-rc_cli 1 volume create vol0 --size 64M --nodes n1,n2,n3 || fail "volume create failed"
-rc_wait_all 30 "$RC_SYNCED" || fail "vol0: replicas not all Connected within 30 s"
-rc_promote_retry 1 10 || fail "promote vol0 on n1 refused"
-rc_wait_all 10 'p["n1"]["peer_role"] == "Primary"' vol0 2 3 ||
-	fail "n2 and n3 do not see n1 as Primary"
+rc_vol0_on_n1
 log "vol0 Primary on n1 after $(rc_elapsed "$t0") s"
 
+# ---- the cut -------------------------------------------------------------------
 # n1's writer runs until the end of the test (SIGTERM) or until n1 fails
 # its held writes; it must not give up while they are held.
-start_writer "$ACK1" --unix "${RC_NBD[1]}" --export vol0 --duration 200 \
-	--inflight 16 --flush-every 64 --span $((16 << 20)) --stall-timeout 150
+rc_cut_writing_n1 "$ACK1" 200 150
 W1=$WRITER_PID
-sleep 3
-[ "$(acks "$ACK1")" -ge 100 ] || fail "n1 acknowledged only $(acks "$ACK1") writes in 3 s"
-
-# ---- the cut -------------------------------------------------------------------
-t_cut=$(now_s)
-cluster_partition 1
-cluster_wait_inquorate 1 20 || fail "n1 still quorate 20 s after the cut"
-log "n1 inquorate $(rc_elapsed "$t_cut") s after the cut"
-rc_wait 1 15 'v["io_frozen"] and v["role"] == "Primary"' ||
-	fail "n1 (Primary, no quorum) does not report its I/O frozen"
-t_frozen=$(now_s)
-log "n1 reports io_frozen $(rc_elapsed "$t_cut") s after the cut;" \
-	"$(acks "$ACK1" "$t_cut") write(s) acknowledged by n1 after the cut"
-n_frozen=$(acks "$ACK1")
+t_cut=$RC_T_CUT
+t_frozen=$RC_T_FROZEN
+n_frozen=$RC_N_FROZEN
 node_st=0
 rc_cli 1 status vol0 >/dev/null || node_st=$?
 [ "$node_st" = 1 ] || [ "$node_st" = 2 ] ||
@@ -79,15 +57,15 @@ start_writer "$ACK2" --unix "${RC_NBD[2]}" --export vol0 --duration 5 \
 	--inflight 16 --flush-every 64 --base $((16 << 20)) --span $((16 << 20)) \
 	--stall-timeout 30
 wait_writer || fail "writes through n2 (the majority's Primary) failed"
-[ "$(acks "$ACK2")" -ge 100 ] || fail "n2 acknowledged only $(acks "$ACK2") writes in 5 s"
+[ "$(rc_acks "$ACK2")" -ge 100 ] || fail "n2 acknowledged only $(rc_acks "$ACK2") writes in 5 s"
 rc_wait 2 10 'p["n3"]["link"] == "Connected" and p["n3"]["out_of_sync_bytes"] == 0' ||
 	fail "n2's writes did not reach n3"
 
 # Still frozen on n1: not one acknowledgement more.
 _alive "$W1" || fail "n1's writer ended while n1 was cut off (its writes must be held)"
 rc_wait 1 5 'v["io_frozen"]' || fail "n1's I/O is no longer frozen while it is cut off"
-[ "$(acks "$ACK1")" = "$n_frozen" ] ||
-	problem "n1 acknowledged $(($(acks "$ACK1") - n_frozen)) write(s) with its I/O frozen"
+[ "$(rc_acks "$ACK1")" = "$n_frozen" ] ||
+	problem "n1 acknowledged $(($(rc_acks "$ACK1") - n_frozen)) write(s) with its I/O frozen"
 
 # ---- the heal --------------------------------------------------------------------
 # From here on a failed expectation is a "problem": the test goes on, so
@@ -121,9 +99,9 @@ fi
 wait "$W1"
 untrack_pid "$W1"
 cat "$ACK1.out"
-log "n1's writer: $(acks "$ACK1") acknowledged in all, $(acks "$ACK1" "$t_cut") after the cut," \
+log "n1's writer: $(rc_acks "$ACK1") acknowledged in all, $(rc_acks "$ACK1" "$t_cut") after the cut," \
 	"$(grep -c '^E ' "$ACK1") failed"
-late=$(acks "$ACK1" "$t_frozen")
+late=$(rc_acks "$ACK1" "$t_frozen")
 [ "$late" = 0 ] ||
 	problem "n1 acknowledged $late write(s) after its I/O froze (first: $(awk -v t="$t_frozen" '$1 == "A" && $4 >= t' "$ACK1" | head -n 1))"
 
@@ -139,15 +117,6 @@ for f in "$ACK1" "$ACK2"; do
 		problem "n2's export lacks acknowledged writes ($(basename "$f"))"
 done
 
-for i in 1 2 3; do
-	rc_stop "$i"
-done
-rc_cmp_backings vol0 2 1 3 || problem "the replicas differ at the end"
-for i in 1 2 3; do
-	for f in "$ACK1" "$ACK2"; do
-		ackcheck check --log "$f" --file "$(rc_backing "$i" vol0)" >/dev/null ||
-			problem "n$i's backing file lacks acknowledged writes ($(basename "$f"))"
-	done
-done
+rc_check_backings vol0 2 "$ACK1" "$ACK2"
 rc_finish
 log "PASS ($(rc_elapsed "$t0") s)"

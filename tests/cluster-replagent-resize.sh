@@ -25,13 +25,6 @@ ACK2=$TESTDIR/ack-new-area.log
 OLD=$((64 << 20))
 NEW=$((96 << 20))
 
-# acks LOG: acknowledged writes in an ackcheck.py log so far.
-acks() {
-	local n
-	n=$(grep -c '^A ' "$1" 2>/dev/null)
-	echo "${n:-0}"
-}
-
 # refused I WANT ARGS...: the CLI on node I exits 1 and says WANT.
 refused() {
 	local i=$1 want=$2 out
@@ -46,11 +39,7 @@ refused() {
 }
 
 rc_setup 3
-rc_cli 1 volume create vol0 --size 64M --nodes n1,n2,n3 || fail "volume create failed"
-rc_wait_all 30 "$RC_SYNCED" || fail "vol0: replicas not all Connected within 30 s"
-rc_promote_retry 1 10 || fail "promote vol0 on n1 refused"
-rc_wait_all 10 'p["n1"]["peer_role"] == "Primary"' vol0 2 3 ||
-	fail "n2 and n3 do not see n1 as Primary"
+rc_vol0_on_n1
 
 # n3 is away during the resize.
 rc_stop 3
@@ -84,7 +73,7 @@ start_writer "$ACK1" --unix "${RC_NBD[1]}" --export vol0 --duration 12 \
 	--inflight 16 --flush-every 64 --span $((16 << 20)) --stall-timeout 20
 W1_PID=$WRITER_PID
 sleep 2
-[ "$(acks "$ACK1")" -ge 50 ] || fail "fewer than 50 writes acknowledged by n1 in 2 s"
+[ "$(rc_acks "$ACK1")" -ge 50 ] || fail "fewer than 50 writes acknowledged by n1 in 2 s"
 
 # ---- the resize, on a Secondary ------------------------------------------------
 t1=$(now_s)
@@ -126,7 +115,7 @@ log "a new NBD client of n1 sees $sz bytes"
 start_writer "$ACK2" --unix "${RC_NBD[1]}" --export vol0 --duration 4 \
 	--inflight 16 --flush-every 64 --base "$OLD" --span $((NEW - OLD)) --stall-timeout 20
 wait_writer || problem "writes in the new area (through n1) failed"
-[ "$(acks "$ACK2")" -gt 100 ] || problem "only $(acks "$ACK2") writes in the new area"
+[ "$(rc_acks "$ACK2")" -gt 100 ] || problem "only $(rc_acks "$ACK2") writes in the new area"
 # shellcheck disable=SC2034 # WRITER_LOG: read by wait_writer
 WRITER_PID=$W1_PID WRITER_LOG=$ACK1
 wait_writer || problem "the writer on the connection made before the resize failed"
