@@ -5,7 +5,7 @@
  * HANDSHAKES_MAX such links, HANDSHAKES_PER_SOURCE per source address; a
  * new one over a limit pushes out the oldest (of its source first), since
  * a real peer's handshake takes one round trip and a stranger's waits.
- * Out of descriptors, the listener pauses for ACCEPT_PAUSE_MS instead of
+ * Out of descriptors, the listener pauses (repl__listen_pause()) instead of
  * being woken forever.  Loop thread only. */
 #include "config.h"
 
@@ -24,7 +24,6 @@
 
 #define HANDSHAKES_MAX 32		/* accepted links not yet authenticated... */
 #define HANDSHAKES_PER_SOURCE 4		/* ...and of those, from one address */
-#define ACCEPT_PAUSE_MS 200		/* after EMFILE and the like */
 #define DROP_LOG_MS 1000		/* one "dropping" warning per second */
 
 struct vol_listener {
@@ -32,8 +31,7 @@ struct vol_listener {
 	const struct repl_link_ops *ops;	/* for the links it accepts */
 	struct peer_link *pending;	/* accepted, not yet identified; newest first */
 	unsigned n_pending;
-	bool accepting;			/* fd is in the loop */
-	void *pause_timer;
+	struct repl_listen listen;	/* in the loop, or paused */
 	uint64_t drop_log_ms;		/* when "dropping" was last logged */
 	unsigned drops_unlogged;
 };
@@ -119,31 +117,6 @@ static void make_room(struct vol_listener *vl, const struct sockaddr_storage *sr
 
 static void listener_accept(void *arg, int fd, unsigned revents);
 
-static void resume_accept(void *arg)
-{
-	struct repl_volume *vol = arg;
-	struct vol_listener *vl = vol->listener;
-
-	vl->pause_timer = NULL;
-	if (repl__fd_add(vol->eng, vl->fd, POLLIN, listener_accept, vol) == 0)
-		vl->accepting = true;
-	else
-		repl__timer_add(vol->eng, ACCEPT_PAUSE_MS, resume_accept, vol, &vl->pause_timer);
-}
-
-/* Out of descriptors (or memory): the waiting connection would wake the
- * loop on every turn; look again a little later. */
-static void pause_accept(struct repl_volume *vol, int err)
-{
-	struct vol_listener *vl = vol->listener;
-
-	plog_errno(LOG_WARNING, vol->name, err, "cannot accept a replication connection, "
-		   "pausing for %u ms", ACCEPT_PAUSE_MS);
-	repl__fd_del(vol->eng, vl->fd);
-	vl->accepting = false;
-	repl__timer_add(vol->eng, ACCEPT_PAUSE_MS, resume_accept, vol, &vl->pause_timer);
-}
-
 static void listener_accept(void *arg, int fd, unsigned revents)
 {
 	struct repl_volume *vol = arg;
@@ -154,9 +127,11 @@ static void listener_accept(void *arg, int fd, unsigned revents)
 		int c = repl__sys->accept(fd, &src);
 		struct peer_link *l;
 		if (c < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
-				pause_accept(vol, errno);
+			/* Out of descriptors (or memory): look again a little later. */
+			if (repl__listen_pause(&vl->listen, errno))
+				plog_errno(LOG_WARNING, vol->name, errno, "cannot accept a "
+					   "replication connection, pausing for %u ms",
+					   REPL_ACCEPT_PAUSE_MS);
 			return;
 		}
 		make_room(vl, &src);
@@ -187,7 +162,7 @@ int repl__link_listen(struct repl_volume *vol, const char *host, const char *por
 	if (r == 0 && !vl)
 		r = -ENOMEM;
 	if (r == 0)
-		r = repl__fd_add(vol->eng, fd, POLLIN, listener_accept, vol);
+		r = repl__listen_start(vol->eng, &vl->listen, fd, listener_accept, vol);
 	if (r < 0) {
 		free(vl);
 		repl__sys->close(fd);
@@ -195,7 +170,6 @@ int repl__link_listen(struct repl_volume *vol, const char *host, const char *por
 	}
 	vl->fd = fd;
 	vl->ops = ops;
-	vl->accepting = true;
 	vol->listener = vl;
 	plog(LOG_INFO, vol->name, "replication listening on %s:%s", host && *host ? host : "*",
 	     port);
@@ -213,9 +187,7 @@ void repl__link_listen_stop(struct repl_volume *vol)
 		vl->pending = l->next;
 		repl__link_close(l);
 	}
-	repl__timer_del(vol->eng, &vl->pause_timer);
-	if (vl->accepting)
-		repl__fd_del(vol->eng, vl->fd);
+	repl__listen_stop(&vl->listen);
 	repl__sys->close(vl->fd);
 	free(vl);
 	vol->listener = NULL;

@@ -7,6 +7,8 @@
  * peer.c, and the modules above) may use it. */
 #include "config.h"
 
+#include <errno.h>
+#include <poll.h>
 #include <stddef.h>
 
 #include "repl_int.h"
@@ -39,6 +41,52 @@ void repl__timer_del(struct repl_engine *eng, void **handle)
 		eng->loop.ops->timer_del(eng->loop.data, *handle);
 		*handle = NULL;
 	}
+}
+
+int repl__listen_start(struct repl_engine *eng, struct repl_listen *ls, int fd, repl_fd_fn fn,
+		       void *arg)
+{
+	int r = repl__fd_add(eng, fd, POLLIN, fn, arg);
+
+	if (r < 0)
+		return r;
+	*ls = (struct repl_listen){ .eng = eng, .fd = fd, .fn = fn, .arg = arg,
+				    .accepting = true };
+	return 0;
+}
+
+static void listen_resume(void *arg)
+{
+	struct repl_listen *ls = arg;
+
+	ls->pause_timer = NULL;
+	if (repl__fd_add(ls->eng, ls->fd, POLLIN, ls->fn, ls->arg) == 0)
+		ls->accepting = true;
+	else
+		repl__timer_add(ls->eng, REPL_ACCEPT_PAUSE_MS, listen_resume, ls, &ls->pause_timer);
+}
+
+bool repl__listen_pause(struct repl_listen *ls, int err)
+{
+	if (err != EMFILE && err != ENFILE && err != ENOBUFS && err != ENOMEM)
+		return false;
+	if (ls->accepting)
+		repl__fd_del(ls->eng, ls->fd);
+	ls->accepting = false;
+	if (!ls->pause_timer)
+		repl__timer_add(ls->eng, REPL_ACCEPT_PAUSE_MS, listen_resume, ls,
+				&ls->pause_timer);
+	return true;
+}
+
+void repl__listen_stop(struct repl_listen *ls)
+{
+	if (!ls->eng)
+		return;
+	repl__timer_del(ls->eng, &ls->pause_timer);
+	if (ls->accepting)
+		repl__fd_del(ls->eng, ls->fd);
+	ls->accepting = false;
 }
 
 void repl__batch_begin(struct repl_engine *eng)

@@ -2,7 +2,7 @@
  * clients.  What a client says after connecting is nbd_conn.c's business.
  * A Unix socket path is unlinked when its listener closes, so a stopped
  * daemon leaves no socket behind.  Out of descriptors (or memory), a
- * listener pauses for ACCEPT_PAUSE_MS: the connection waiting in its
+ * listener pauses (repl__listen_pause()): the connection waiting in its
  * backlog would otherwise wake the loop on every turn. */
 #include "config.h"
 
@@ -22,15 +22,13 @@
 #include "repl_int.h"
 #include "util.h"
 
-#define ACCEPT_PAUSE_MS 200
 
 struct nbd_listener {
 	struct repl_engine *eng;
 	struct nbd_listener *next;
 	int fd;
 	bool tcp;
-	bool accepting;		/* fd is in the loop */
-	void *pause_timer;
+	struct repl_listen listen;	/* in the loop, or paused */
 	char *unix_path;	/* unlinked on close */
 };
 
@@ -57,25 +55,6 @@ static void source_of(int fd, const struct sockaddr_storage *ss, bool tcp,
 
 static void listener_accept(void *arg, int fd, unsigned revents);
 
-static void resume_accept(void *arg)
-{
-	struct nbd_listener *l = arg;
-
-	l->pause_timer = NULL;
-	if (repl__fd_add(l->eng, l->fd, POLLIN, listener_accept, l) == 0)
-		l->accepting = true;
-	else
-		repl__timer_add(l->eng, ACCEPT_PAUSE_MS, resume_accept, l, &l->pause_timer);
-}
-
-static void pause_accept(struct nbd_listener *l, int err)
-{
-	log_warn_errno(err, "cannot accept an NBD client, pausing for %u ms", ACCEPT_PAUSE_MS);
-	repl__fd_del(l->eng, l->fd);
-	l->accepting = false;
-	repl__timer_add(l->eng, ACCEPT_PAUSE_MS, resume_accept, l, &l->pause_timer);
-}
-
 static void listener_accept(void *arg, int fd, unsigned revents)
 {
 	struct nbd_listener *l = arg;
@@ -87,9 +66,9 @@ static void listener_accept(void *arg, int fd, unsigned revents)
 		struct nbd_source src;
 		int c = accept4(fd, (struct sockaddr *)&ss, &sslen, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (c < 0) {
-			if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS ||
-			    errno == ENOMEM)
-				pause_accept(l, errno);
+			if (repl__listen_pause(&l->listen, errno))
+				log_warn_errno(errno, "cannot accept an NBD client, pausing "
+					       "for %u ms", REPL_ACCEPT_PAUSE_MS);
 			else if (errno != EAGAIN && errno != EINTR && errno != ECONNABORTED)
 				log_warn_errno(errno, "accept");
 			return;
@@ -113,12 +92,11 @@ static int listener_add(struct repl_engine *eng, int fd, bool tcp, const char *p
 	l->eng = eng;
 	l->fd = fd;
 	l->tcp = tcp;
-	l->accepting = true;
 	if (path && !(l->unix_path = strdup(path))) {
 		free(l);
 		return -ENOMEM;
 	}
-	r = repl__fd_add(eng, fd, POLLIN, listener_accept, l);
+	r = repl__listen_start(eng, &l->listen, fd, listener_accept, l);
 	if (r < 0) {
 		free(l->unix_path);
 		free(l);
@@ -219,9 +197,7 @@ void repl__nbd_listeners_close(struct repl_engine *eng)
 
 	while ((l = eng->listeners)) {
 		eng->listeners = l->next;
-		repl__timer_del(eng, &l->pause_timer);
-		if (l->accepting)
-			repl__fd_del(eng, l->fd);
+		repl__listen_stop(&l->listen);
 		close(l->fd);
 		if (l->unix_path)
 			unlink(l->unix_path);

@@ -199,6 +199,30 @@ int repl__fd_add(struct repl_engine *eng, int fd, unsigned events, repl_fd_fn fn
 int repl__fd_mod(struct repl_engine *eng, int fd, unsigned events);
 void repl__fd_del(struct repl_engine *eng, int fd);
 
+/* A listening socket in the loop that steps out of it for
+ * REPL_ACCEPT_PAUSE_MS when accept(2) runs out of descriptors or memory:
+ * the connection waiting in its backlog would wake the loop on every turn
+ * otherwise.  fn is the socket's handler (it accepts). */
+#define REPL_ACCEPT_PAUSE_MS 200
+struct repl_listen {
+	struct repl_engine *eng;
+	int fd;
+	repl_fd_fn fn;
+	void *arg;
+	bool accepting;		/* fd is in the loop */
+	void *pause_timer;
+};
+/* Puts fd in the loop: 0 or -errno (ls unchanged then). */
+int repl__listen_start(struct repl_engine *eng, struct repl_listen *ls, int fd, repl_fd_fn fn,
+		       void *arg);
+/* After accept(2) failed with err: true when that pauses the listener
+ * (EMFILE, ENFILE, ENOBUFS, ENOMEM; the caller says so in its log),
+ * false for an error that does not. */
+bool repl__listen_pause(struct repl_listen *ls, int err);
+/* Out of the loop, any pause cancelled; the fd stays open (the
+ * caller's).  Harmless on one never started (zeroed). */
+void repl__listen_stop(struct repl_listen *ls);
+
 /* A batch is the work of one wake-up (an fd's handler: the requests one
  * read brought, the completions one eventfd announced).  What a module
  * defers runs once, when the outermost batch ends: link.c's sends, so that
