@@ -111,6 +111,12 @@ static void record_outdated(struct peer *p)
 		plog(LOG_WARNING, vol->name, "peer %s records this replica as Outdated",
 		     p->node);
 		repl__peers_tell_state(vol);
+		/* As in repl_volume_mark_outdated(): a split brain found while
+		 * we still said UpToDate may be one the Primary resolves now
+		 * (gen.c rule 23; EIO seed 80185, where it waited StandAlone
+		 * for good). */
+		for (unsigned i = 0; i < vol->n_peers; i++)
+			repl__peer_retry(vol->peers[i]);
 	}
 }
 
