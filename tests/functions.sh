@@ -1376,6 +1376,25 @@ link_up() {
 # ackcheck ARGS...: tests/ackcheck.py (see there).
 ackcheck() { "$PYTHON" "$TESTS_SRCDIR/ackcheck.py" "$@"; }
 
+# events_bg OUT CMD...: runs CMD (a "replagent ... events" command line) in
+# the background, its stdout to OUT and stderr to OUT.err, and waits for
+# its first line (the snapshot: what it prints after that are changes
+# made after it subscribed); EV_PID is its PID, stopped at cleanup.
+EV_PID=
+events_bg() {
+	local out=$1 i
+	shift
+	"$@" >"$out" 2>"$out.err" &
+	EV_PID=$!
+	track_pid "$EV_PID"
+	for ((i = 0; i < 100; i++)); do
+		[ -s "$out" ] && return 0
+		_alive "$EV_PID" || fail "$* ended at once: $(cat "$out.err")"
+		sleep 0.1
+	done
+	fail "$*: no first line within 10 s"
+}
+
 # events_match FILE T EXPR: true once a line of FILE (a "replagent events
 # --json" stream being written) makes the Python expression EXPR true (e:
 # the event, c: its changes as (field, peer or node, from, to) tuples);

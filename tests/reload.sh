@@ -44,9 +44,10 @@ sed -i '/^\[global\]/a resync-rate-max = 10M' "$CONFIG"
 start_replagentd "$CONFIG"
 status_py 'v["vol0"]["tuning"]["resync_rate_max"] == 10 << 20' ||
 	fail "vol0 does not start with resync-rate-max 10M"
-"${CLI[@]}" events --json >"$TESTDIR/ev.json" 2>"$TESTDIR/ev.err" &
-EV=$!
-track_pid "$EV"
+# Subscribed (its snapshot printed) before the reload: vol1 must come as
+# a change, not in the snapshot.
+events_bg "$TESTDIR/ev.json" "${CLI[@]}" events --json
+EV=$EV_PID
 
 # ---- what applies, what is added, what needs a restart ------------------------------------
 sed -i 's/^resync-rate-max = 10M$/resync-rate-max = 20M\nlog-level = debug/' "$CONFIG"

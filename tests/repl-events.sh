@@ -18,21 +18,11 @@ requires_replagentd
 requires_replagent
 
 # ev_start NODE OUT ARGS...: "replagent events ARGS" against NODE in the
-# background, stdout to OUT (stderr to OUT.err); EV_PID is its PID.  Waits
-# for the first line.
-EV_PID=
+# background (events_bg); EV_PID is its PID.
 ev_start() {
-	local n=$1 out=$2 i
+	local n=$1 out=$2
 	shift 2
-	"$REPLAGENT" -s "${NODE_CTL[$n]}" events "$@" >"$out" 2>"$out.err" &
-	EV_PID=$!
-	track_pid "$EV_PID"
-	for ((i = 0; i < 100; i++)); do
-		[ -s "$out" ] && return 0
-		_alive "$EV_PID" || fail "events on $n ended at once: $(cat "$out.err")"
-		sleep 0.1
-	done
-	fail "events on $n: no first line within 10 s"
+	events_bg "$out" "$REPLAGENT" -s "${NODE_CTL[$n]}" events "$@"
 }
 
 ev_wait() {
