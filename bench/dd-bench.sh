@@ -100,7 +100,7 @@ for v in $VARIANTS; do
 		[ "$v" = 3r ] && nodes+=("c$v")
 		cluster_config -s "$SIZE" "${nodes[@]}"
 		port=$(free_port)
-		sed -i "/^\\[global\\]/a nbd-listen = 127.0.0.1:$port" "${NODE_CONF[a$v]}"
+		sed -i "/^\\[global\\]/a nbd-listen = 127.0.0.1:$port\nnbd-tls = off" "${NODE_CONF[a$v]}"
 		start_in_sync "${nodes[@]}"
 		uri="nbd://127.0.0.1:$port/$CLUSTER_VOL"
 		R_DD[$v]=$(mbps "$(nbd_dd "$v" "$uri")")
