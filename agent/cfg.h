@@ -42,6 +42,7 @@ struct cfg_volume {
 	uint64_t size;		/* 0 = not given */
 	unsigned io_threads;	/* 0 = engine default */
 	unsigned al_extents;	/* 0 = engine default */
+	bool io_inline_off;	/* io-inline = no */
 	struct cfg_replica replicas[CFG_REPLICAS_MAX];
 	unsigned n_replicas;	/* 0 (local volume) or 2..3 */
 	int line;		/* line of its [volume] header */

@@ -392,6 +392,17 @@ static int set_io_threads(struct parser *p, const struct key_def *kd, char *val)
 	return 0;
 }
 
+static int set_io_inline(struct parser *p, const struct key_def *kd, char *val)
+{
+	if (!strcmp(val, "yes"))
+		cfg__cur_vol(p)->io_inline_off = false;
+	else if (!strcmp(val, "no"))
+		cfg__cur_vol(p)->io_inline_off = true;
+	else
+		return cfg__bad_value(p, kd, val);
+	return 0;
+}
+
 static int set_replica(struct parser *p, const struct key_def *kd, char *val)
 {
 	struct cfg_volume *vol = cfg__cur_vol(p);
@@ -494,6 +505,7 @@ static const struct key_def keys[] = {
 	  "a number of bytes with an optional K, M, G or T suffix, e.g. 10G"),
 	V("meta", set_path, meta, false, "an absolute path"),
 	V("io-threads", set_io_threads, io_threads, false, "a number from 1 to 64"),
+	V("io-inline", set_io_inline, io_inline_off, false, "yes or no"),
 	V("al-extents", set_al_extents, al_extents, false, "a number from 16 to 65534"),
 	V("replica", set_replica, replicas, true,
 	  "NODE HOST:PORT, e.g. \"replica = n1 10.0.0.1:7789\""),

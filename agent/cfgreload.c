@@ -111,6 +111,8 @@ static void compare_volume(const struct cfg_volume *a, const struct cfg_volume *
 		restart(r, a->name, "meta");
 	if (a->io_threads != b->io_threads)
 		restart(r, a->name, "io-threads");
+	if (a->io_inline_off != b->io_inline_off)
+		restart(r, a->name, "io-inline");
 	if (a->al_extents != b->al_extents)
 		restart(r, a->name, "al-extents");
 	if (!replicas_eq(a, b))

@@ -71,6 +71,9 @@ struct repl_volume_config {
 	const char *meta;	/* metadata file (created with the volume) */
 	uint64_t size;		/* bytes; 0 = size of an existing backing */
 	unsigned io_threads;	/* 0 = default */
+	/* Small writes never run on the loop thread (iopool.c: by default
+	 * they do when the pool is idle). */
+	bool no_inline_writes;
 	/* Replication (n_peers == 0: a local volume, always Primary). */
 	const char *node;	/* this node's name */
 	const char *listen_host;	/* this replica's address */

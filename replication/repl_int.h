@@ -281,8 +281,12 @@ void repl__iopool_submit(struct iopool *pool, struct repl_io *io);
  * success, after the submission of the last FLUSH that succeeded?  Then a
  * flush failing now may have lost it.  Any thread. */
 bool repl__iopool_unflushed(const struct iopool *pool);
-/* Before any worker starts: fn(arg, off, len) runs on the worker before
- * each WRITE, TRIM or ZERO reaches the store (cbt.c marks what changes). */
+/* Whether small writes may run on the loop thread when the pool is idle
+ * (the default: see iopool.c). */
+void repl__iopool_set_inline(struct iopool *pool, bool on);
+/* Before any worker starts: fn(arg, off, len) runs before each WRITE,
+ * TRIM or ZERO reaches the store, on the thread that runs it (a worker,
+ * or the loop for an inline write): cbt.c marks what changes. */
 void repl__iopool_set_before_write(struct iopool *pool,
 				   void (*fn)(void *arg, uint64_t off, uint64_t len), void *arg);
 /* Waits for queued work, stops the threads, frees.  NULL ok. */

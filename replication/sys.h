@@ -64,6 +64,10 @@ struct repl_sys_ops {
 	 * pool was freed. */
 	void (*pool_kick)(struct iopool *pool);
 	void (*pool_gone)(struct iopool *pool);
+	/* With pool_kick: whether the writes a batch submitted to an idle
+	 * pool run at its end, on the loop thread (iopool.c), this time;
+	 * NULL: never. */
+	bool (*pool_inline)(struct iopool *pool);
 	/* The links' sockets drop a peer that has gone silent by themselves
 	 * within this many ms (production: TCP keepalive and user timeout);
 	 * 0: only the engine's pings notice (peer.c then pings every second,

@@ -383,6 +383,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = repl__iopool_new(eng, threads, vol->fd, vol->blockdev, vol->name, &vol->pool);
 	if (r < 0)
 		goto fail;
+	repl__iopool_set_inline(vol->pool, !cfg->no_inline_writes);
 	r = repl__cbt_open(vol, cfg->meta);
 	if (r < 0)
 		goto fail;

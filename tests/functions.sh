@@ -506,11 +506,13 @@ QIO_TIMEOUT=${QIO_TIMEOUT:-20}
 
 # qio URI CMD...: qemu-io on a raw NBD URI, each CMD a -c command; output
 # goes to stdout; fails (returns 1) if qemu-io fails or any pattern check
-# fails.
+# fails.  QIO_CACHE=writeback: plain writes (qemu-io's default cache mode,
+# writethrough, makes every write FUA).
 qio() {
 	local uri=$1 out st a
 	shift
 	local args=()
+	[ -n "${QIO_CACHE:-}" ] && args+=(-t "$QIO_CACHE")
 	for a in "$@"; do args+=(-c "$a"); done
 	out=$(timeout "$QIO_TIMEOUT" qemu-io -f raw "${args[@]}" "$uri" 2>&1)
 	st=$?

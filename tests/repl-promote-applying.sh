@@ -18,6 +18,10 @@ requires_replagentd
 requires_replagent
 
 cluster_config -t 5 a b c
+# b applies the write on a worker, as a disk that is slow gets it (an
+# inline write on b's loop thread would hold b still until it lands:
+# nothing to race).
+sed -i '/^\[volume /a io-inline = no' "${NODE_CONF[b]}"
 faultdisk_init
 faultdisk_preload b
 start_in_sync a b c

@@ -8,8 +8,12 @@
 # SIM_PROFILE=split-brain (tests/sim-split-brain.sh) the split-brain
 # profile (--split-brain: static mode, an operator who makes a split brain
 # and resolves it) over SIM_SB_RUNS seeds (default 600) against
-# tests/sim/known-failures-split-brain.  9,100 seeds in all (the sanitizer
-# build: 400).  Fails on
+# tests/sim/known-failures-split-brain; with SIM_PROFILE=inline
+# (tests/sim-inline.sh) the EIO profile with --inline (the writes a batch
+# hands an idle pool run at the batch's end, on the loop thread, as the
+# daemon runs them: iopool.c) over SIM_INLINE_RUNS seeds (default 2000)
+# against tests/sim/known-failures-inline.  11,100 seeds in all (the
+# sanitizer build: 500).  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
@@ -36,6 +40,14 @@ eio)
 	label="sim (EIO)"
 	runs_plain=${SIM_EIO_RUNS:-4000}
 	runs_san=${SIM_EIO_RUNS:-100}
+	;;
+inline)
+	known=$top/tests/sim/known-failures-inline
+	regress=$top/tests/sim/regressions-inline
+	profile=(--inline)
+	label="sim (EIO, inline writes)"
+	runs_plain=${SIM_INLINE_RUNS:-2000}
+	runs_san=${SIM_INLINE_RUNS:-100}
 	;;
 split-brain)
 	known=$top/tests/sim/known-failures-split-brain

@@ -105,5 +105,7 @@ const struct repl_sys_ops *sim_sys_ops(void);
 struct iopool;
 void sim_pool_kick(struct iopool *p);
 void sim_pool_gone(struct iopool *p);
+bool sim_pool_inline(struct iopool *p);
+extern bool sim_inline;	/* --inline */
 
 #endif

@@ -538,6 +538,7 @@ static const struct repl_sys_ops sim_ops = {
 	.mkostemp = d_mkostemp,
 	.pool_kick = sim_pool_kick,
 	.pool_gone = sim_pool_gone,
+	.pool_inline = sim_pool_inline,
 };
 
 const struct repl_sys_ops *sim_sys_ops(void)

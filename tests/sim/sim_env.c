@@ -26,6 +26,8 @@ bool sim_tracing;
 int sim_cur = -1;
 
 static uint64_t rng_s[4];
+bool sim_inline;
+static uint64_t inline_rng;	/* its own stream: --inline moves no other draw */
 
 uint64_t sim_splitmix(uint64_t *x)
 {
@@ -38,6 +40,7 @@ uint64_t sim_splitmix(uint64_t *x)
 
 void sim_seed(uint64_t seed)
 {
+	inline_rng = seed ^ UINT64_C(0x696e6c696e65);
 	for (int i = 0; i < 4; i++)
 		rng_s[i] = sim_splitmix(&seed);
 }
@@ -399,6 +402,18 @@ static void pool_step_ev(void *a, uint64_t b)
 void sim_pool_kick(struct iopool *p)
 {
 	sim_at(sim_now + pool_latency(sim_cur), sim_cur, pool_step_ev, p, 0);
+}
+
+/* --inline: half of the batches that end with an idle pool run their
+ * writes there and then (iopool.c), as the daemon does. */
+bool sim_pool_inline(struct iopool *p)
+{
+	(void)p;
+	if (!sim_inline || !(sim_splitmix(&inline_rng) & 1))
+		return false;
+	if (sim_tracing)
+		trace("pool: the batch's writes run inline");
+	return true;
 }
 
 void sim_pool_gone(struct iopool *p)

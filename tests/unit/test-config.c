@@ -266,6 +266,20 @@ static void check_io_threads_1(const struct cfg *c)
 	CHECK(v && v->io_threads == 1);
 }
 
+static void check_io_inline_no(const struct cfg *c)
+{
+	const struct cfg_volume *v = only_volume(c);
+
+	CHECK(v && v->io_inline_off);
+}
+
+static void check_io_inline_yes(const struct cfg *c)
+{
+	const struct cfg_volume *v = only_volume(c);
+
+	CHECK(v && !v->io_inline_off);
+}
+
 static void check_al_extents(const struct cfg *c)
 {
 	const struct cfg_volume *v = only_volume(c);
@@ -393,6 +407,8 @@ static const struct tcase cases[] = {
 	OK(VOL "io-threads = 1\n", check_io_threads_1),
 	OK(VOL "io-threads = 64\n", check_io_threads_64),
 	OK(VOL "al-extents = 16\n", check_al_extents),
+	OK(VOL "io-inline = no\n", check_io_inline_no),
+	OK(VOL "io-inline = yes\n", check_io_inline_yes),
 	OK("[global]\nnode = n9\n" VOL
 	   "replica = n1 [fe80::1%eth0]:7789\n"
 	   "replica = n2 node-b.example:1\n"
@@ -537,6 +553,7 @@ static const struct tcase cases[] = {
 	ERR(3, "invalid io-threads \"65\"", VOL "io-threads = 65\n"),
 	ERR(3, "invalid io-threads \"four\"", VOL "io-threads = four\n"),
 	ERR(3, "invalid al-extents \"15\": expected a number from 16 to 65534", VOL "al-extents = 15\n"),
+	ERR(3, "invalid io-inline \"maybe\": expected yes or no", VOL "io-inline = maybe\n"),
 	ERR(3, "invalid al-extents \"65535\"", VOL "al-extents = 65535\n"),
 	ERR(3, "invalid al-extents \"-1\"", VOL "al-extents = -1\n"),
 
