@@ -229,23 +229,28 @@ static void rate_note(struct resync *rs, uint64_t bytes)
 
 /* The FLUSH that makes the acknowledged regions durable on the target:
  * when enough gathered, or at the end of a pass (force).  One at a time;
- * regions acknowledged meanwhile wait for the next one. */
-static void rs_flush(struct peer *p, struct resync *rs, bool force)
+ * regions acknowledged meanwhile wait for the next one.  False if the
+ * send failed: the peer is dropped and rs freed (sim seed 21439 with
+ * --inline, where rs_pump went on with it). */
+static bool rs_flush(struct peer *p, struct resync *rs, bool force)
 {
 	struct wire_msg m = { .type = WIRE_FLUSH };
 
 	if (!rs->acked || rs->flush_seq)
-		return;
+		return true;
 	if (!force && rs->acked_bytes < RS_FLUSH_BYTES &&
 	    now_mono_ms() - rs->acked_since_ms < RS_FLUSH_MS)
-		return;
+		return true;
 	m.seq = RS_SEQ_BIT | ++rs->seq;
 	rs->flushing = rs->acked;
 	rs->acked = NULL;
 	rs->acked_bytes = 0;
 	rs->flush_seq = m.seq;
-	if (repl__peer_send_msg(p, &m) < 0)
+	if (repl__peer_send_msg(p, &m) < 0) {
 		repl__peer_drop(p, "cannot send a resync flush");
+		return false;
+	}
+	return true;
 }
 
 /* The target says every region acknowledged before the flush is on its
@@ -314,7 +319,8 @@ static void rs_pump(struct peer *p)
 
 	if (!rs || rs->finished || !repl__peer_up(p))
 		return;
-	rs_flush(p, rs, false);
+	if (!rs_flush(p, rs, false))
+		return;
 	/* The guest first: while it writes, the resync keeps a small window
 	 * (its latency stays close to the no-resync one); idle, it goes as
 	 * fast as the link and the disks allow.  A timer picks up the pace
@@ -347,8 +353,8 @@ static void rs_pump(struct peer *p)
 	/* Reached the end: flush what was acknowledged, start over for what
 	 * is left, or finish. */
 	rs->cursor = 0;
-	if (rs->n_inflight == 0)
-		rs_flush(p, rs, true);
+	if (rs->n_inflight == 0 && !rs_flush(p, rs, true))
+		return;
 	if (meta_bits_count(vol->meta, p->idx) == 0 && rs->n_inflight == 0 && !rs->flush_seq &&
 	    !rs->acked)
 		rs_finish(p);
