@@ -295,7 +295,7 @@ static bool inline_now(struct iopool *p, const struct repl_io *head)
 {
 	bool idle;
 
-	if (p->no_inline || !inline_write(head))
+	if (p->no_inline || p->freeing || !inline_write(head))
 		return false;
 	if (repl__sys->pool_kick) {
 		if (!repl__sys->pool_inline || !repl__sys->pool_inline(p))
