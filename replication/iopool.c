@@ -68,6 +68,7 @@ struct iopool {
 	bool stopping;
 	unsigned nthreads, max_threads;
 	unsigned idle;			/* workers waiting for a request */
+	unsigned executing;		/* taken by a worker, not done yet (atomic) */
 	unsigned queued;		/* requests in the queue */
 	/* loop thread: submitted in the current batch, not yet queued */
 	struct repl_io *pend_head, **pend_tail;
@@ -175,8 +176,10 @@ static void *worker_main(void *arg)
 			p->idle--;
 			continue;
 		}
+		__atomic_add_fetch(&p->executing, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&p->lock);
 		io->result = exec(p, io);
+		__atomic_sub_fetch(&p->executing, 1, __ATOMIC_RELEASE);
 		if (io->flags & REPL_IO_DONE_ANY_THREAD)
 			io->done(io);
 		else
@@ -290,7 +293,10 @@ static bool inline_write(const struct repl_io *io)
 /* Loop thread: may the write at the head of a batch's submissions run
  * here?  Nothing else of the pool may be under way: what runs inline must
  * not pass a write a worker has yet to do, nor its completion one that
- * waits to be collected. */
+ * waits to be collected.  A worker that has just handed its completion
+ * over counts as done, though it has not gone back to waiting yet:
+ * otherwise the next write, at QD1, finds it so, goes to a worker too,
+ * and so on. */
 static bool inline_now(struct iopool *p, const struct repl_io *head)
 {
 	bool idle;
@@ -304,7 +310,8 @@ static bool inline_now(struct iopool *p, const struct repl_io *head)
 		return false;
 	}
 	pthread_mutex_lock(&p->lock);
-	idle = !p->queue_head && !p->done_head && p->idle == p->nthreads;
+	idle = !p->queue_head && !p->done_head &&
+	       !__atomic_load_n(&p->executing, __ATOMIC_ACQUIRE);
 	pthread_mutex_unlock(&p->lock);
 	return idle;
 }
