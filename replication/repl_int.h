@@ -8,7 +8,9 @@
  * only execute a struct repl_io against a file descriptor and hand it back
  * through the pool's eventfd, so ->done runs on the loop thread; except
  * when the submitter set REPL_IO_DONE_ANY_THREAD: then the worker calls
- * ->done itself (nbd_cmd.c's replies, which lock what they share). */
+ * ->done itself (nbd_cmd.c's replies, which lock what they share).  A
+ * small write may also run on the loop thread itself, at the end of the
+ * batch that submitted it, ->done after it (iopool.c: inline writes). */
 #ifndef REPL_REPL_INT_H
 #define REPL_REPL_INT_H
 
