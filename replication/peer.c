@@ -283,8 +283,10 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 			repl__peer_on_volume(p, &m->u.volume);
 		break;
 	case WIRE_PING: {
-		struct wire_msg pong = { .type = WIRE_PING_ACK };
-		if (m->seq && p->peer_role == REPL_PRIMARY)
+		/* The seq comes back: a Secondary's PING after its asks
+		 * (recent.c) learns that they arrived. */
+		struct wire_msg pong = { .type = WIRE_PING_ACK, .seq = m->seq };
+		if (m->seq && !(m->seq & WIRE_PING_ECHO_BIT) && p->peer_role == REPL_PRIMARY)
 			p->hooks->primary_seq(p->vol, m->seq);
 		repl__peer_send_msg(p, &pong);
 		break;
@@ -293,6 +295,8 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		on_rs_request(p, &m->u.range);
 		break;
 	case WIRE_PING_ACK:
+		if (m->seq)
+			p->hooks->ping_acked(p, m->seq);
 		break;
 	case WIRE_VERIFY_REQ:
 		if (range_ok(p->vol, m->u.range.offset, m->u.range.len))

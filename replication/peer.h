@@ -178,6 +178,8 @@ struct peer_hooks {
 	void (*primary_seq)(struct repl_volume *vol, uint64_t seq);
 	/* Our Primary was lost and new_primary is another: our recent writes. */
 	void (*recent_ask)(struct peer *new_primary);
+	/* The peer answered our PING whose seq was seq (echoed). */
+	void (*ping_acked)(struct peer *p, uint64_t seq);
 	void (*verify_request)(struct peer *p, uint64_t seq, uint64_t off, uint32_t len);
 	void (*verify_reply)(struct peer *p, uint64_t seq, const struct wire_verify *r);
 	void (*takeover)(struct peer *p, uint64_t seq, uint32_t flags);
@@ -317,6 +319,9 @@ void repl__recent_note(struct repl_volume *vol, uint64_t seq, uint64_t off, uint
 void repl__recent_peer_ack(struct repl_volume *vol, uint64_t seq);
 void repl__recent_after_promotion(struct repl_volume *vol);
 void repl__recent_ask(struct peer *new_primary);
+/* Regions asked for and not yet confirmed by the Primary asked. */
+bool repl__recent_asking(const struct repl_volume *vol);
+void repl__recent_ping_acked(struct peer *p, uint64_t seq);
 void repl__recent_free(struct repl_volume *vol);
 
 /* verify.c */

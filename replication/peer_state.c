@@ -302,8 +302,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	 * same one back needs nothing: it has them, and its bitmap.) */
 	if (vol->lost_primary && peer->primary && vol->role != REPL_PRIMARY) {
 		vol->lost_primary = false;
-		if (p->idx != vol->lost_primary_idx)
-			p->hooks->recent_ask(p);
+		p->hooks->recent_ask(p);	/* recent.c: not the lost one, unless asks are due */
 	}
 	p->hooks->changed(vol);
 }
@@ -327,8 +326,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
 	    vol->role != REPL_PRIMARY && vol->lost_primary) {
 		vol->lost_primary = false;
-		if (p->idx != vol->lost_primary_idx)
-			p->hooks->recent_ask(p);
+		p->hooks->recent_ask(p);	/* recent.c: not the lost one, unless asks are due */
 	}
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY)
 		stop_secondary_resyncs(vol, p);

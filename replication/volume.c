@@ -41,6 +41,7 @@ static const struct peer_hooks engine_hooks = {
 	.rs_source = repl__rs_start_source,
 	.primary_seq = repl__recent_peer_ack,	/* recent.c */
 	.recent_ask = repl__recent_ask,
+	.ping_acked = repl__recent_ping_acked,
 	.verify_request = repl__verify_on_request,	/* verify.c */
 	.verify_reply = repl__verify_on_reply,
 	.takeover = repl__window_on_takeover,	/* window.c */

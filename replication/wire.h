@@ -49,6 +49,9 @@
 #define WIRE_HF_SEALED 0x1u	/* in a sealed record; payload_crc is 0 */
 #define WIRE_HDR_LEN 32
 #define WIRE_DATA_MAX (4u << 20)	/* data bytes in WRITE / RS_DATA */
+/* A PING's seq with this bit is not a Primary's "writes below seq are
+ * everywhere" but a token its PING_ACK echoes (recent.c's asks). */
+#define WIRE_PING_ECHO_BIT (UINT64_C(1) << 62)
 #define WIRE_DATA_FIXED 16		/* their fixed part before the data */
 #define WIRE_NAME_MAX 64		/* names on the wire, including NUL */
 #define WIRE_NONCE_LEN 32
