@@ -307,7 +307,8 @@ static int add_volume(struct daemon *d, const struct cfg_volume *cv, struct repl
 	char meta[4096], error[512] = "";
 	struct repl_volume_config vc = {
 		.name = cv->name, .backing = cv->backing, .size = cv->size,
-		.io_threads = cv->io_threads, .no_inline_writes = cv->io_inline_off, .meta = cv->meta, .al_extents = cv->al_extents,
+		.io_threads = cv->io_threads, .no_inline_writes = cv->io_inline_off,
+		.meta = cv->meta, .al_extents = cv->al_extents,
 		.error = error, .error_len = sizeof(error),
 	};
 	int r;

@@ -21,8 +21,8 @@
  * context switches).  So at a batch's end, when the pool is idle (nothing
  * queued, running or done and not collected), the writes at the head of
  * what the batch submitted run right there on the loop thread, and their
- * ->done runs after them, in a batch of its own (a Secondary's acks, a
- * Primary's replies: one sendmsg).  Only writes that cannot wait for the
+ * ->done runs after them, in a batch of its own, as the workers'
+ * completions do (complete()).  Only writes that cannot wait for the
  * disk in the page cache's normal course: whole 4 KiB pages (no read of a
  * partial page), at most 64 KiB, not FUA; never a read (a miss waits for
  * the disk), a flush, a trim or a call.  One that took over
@@ -190,12 +190,26 @@ static void *worker_main(void *arg)
 	return NULL;
 }
 
+/* Loop thread: ->done of each of the list io, in order, in one batch (a
+ * Secondary's acks, a Primary's replies: one sendmsg). */
+static void complete(struct repl_engine *eng, struct repl_io *io)
+{
+	struct repl_io *next;
+
+	repl__batch_begin(eng);
+	for (; io; io = next) {
+		next = io->next;
+		io->next = NULL;
+		io->done(io);
+	}
+	repl__batch_end(eng);
+}
+
 /* Loop thread: run ->done of everything the workers finished. */
 static void pool_dispatch(void *arg, int fd, unsigned revents)
 {
 	struct iopool *p = arg;
-	struct repl_engine *eng = p->eng;	/* a ->done may free the pool */
-	struct repl_io *io, *next;
+	struct repl_io *io;
 	uint64_t n;
 
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
@@ -205,13 +219,7 @@ static void pool_dispatch(void *arg, int fd, unsigned revents)
 	p->done_head = NULL;
 	p->done_tail = &p->done_head;
 	pthread_mutex_unlock(&p->lock);
-	repl__batch_begin(eng);	/* e.g. a Secondary's acks: one sendmsg */
-	for (; io; io = next) {
-		next = io->next;
-		io->next = NULL;
-		io->done(io);
-	}
-	repl__batch_end(eng);
+	complete(p->eng, io);	/* a ->done may free the pool */
 }
 
 int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
@@ -320,8 +328,7 @@ static bool inline_now(struct iopool *p, const struct repl_io *head)
  * the rest, then completes the inline ones. */
 static void run_inline(struct iopool *p, struct repl_io *head, struct repl_io **tail, unsigned n)
 {
-	struct repl_engine *eng = p->eng;	/* a ->done may free the pool */
-	struct repl_io *done = head, **dtail = &done, *io, *next;
+	struct repl_io *done = head, **dtail = &done, *io;
 	uint64_t t0, t;
 
 	while (head && inline_write(head)) {
@@ -344,13 +351,7 @@ static void run_inline(struct iopool *p, struct repl_io *head, struct repl_io **
 	*dtail = NULL;
 	if (n)
 		enqueue(p, head, tail, n);
-	repl__batch_begin(eng);
-	for (io = done; io; io = next) {
-		next = io->next;
-		io->next = NULL;
-		io->done(io);
-	}
-	repl__batch_end(eng);
+	complete(p->eng, done);	/* a ->done may free the pool */
 }
 
 /* The end of a batch: what it submitted, in order. */

@@ -319,8 +319,6 @@ void repl__recent_note(struct repl_volume *vol, uint64_t seq, uint64_t off, uint
 void repl__recent_peer_ack(struct repl_volume *vol, uint64_t seq);
 void repl__recent_after_promotion(struct repl_volume *vol);
 void repl__recent_ask(struct peer *new_primary);
-/* Regions asked for and not yet confirmed by the Primary asked. */
-bool repl__recent_asking(const struct repl_volume *vol);
 void repl__recent_ping_acked(struct peer *p, uint64_t seq);
 void repl__recent_free(struct repl_volume *vol);
 

@@ -298,11 +298,11 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	p->hooks->checkpoints_up(p);
 	if (peer->primary)
 		stop_secondary_resyncs(vol, p);
-	/* Our Primary was lost and this is a new one: our recent writes.  (The
-	 * same one back needs nothing: it has them, and its bitmap.) */
+	/* Our Primary was lost and a Primary is here: our recent writes
+	 * (recent.c asks the same one back only for asks it never answered). */
 	if (vol->lost_primary && peer->primary && vol->role != REPL_PRIMARY) {
 		vol->lost_primary = false;
-		p->hooks->recent_ask(p);	/* recent.c: not the lost one, unless asks are due */
+		p->hooks->recent_ask(p);
 	}
 	p->hooks->changed(vol);
 }
@@ -326,7 +326,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
 	    vol->role != REPL_PRIMARY && vol->lost_primary) {
 		vol->lost_primary = false;
-		p->hooks->recent_ask(p);	/* recent.c: not the lost one, unless asks are due */
+		p->hooks->recent_ask(p);
 	}
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY)
 		stop_secondary_resyncs(vol, p);

@@ -158,11 +158,6 @@ static void forget(struct repl_volume *vol, bool asked)
 	}
 }
 
-bool repl__recent_asking(const struct repl_volume *vol)
-{
-	return vol->recent && vol->recent->ask_seq;
-}
-
 /* The Primary asked has read every ask sent before this PING. */
 void repl__recent_ping_acked(struct peer *p, uint64_t seq)
 {
@@ -205,7 +200,8 @@ void repl__recent_after_promotion(struct repl_volume *vol)
 /* A Secondary whose old Primary is gone hears of a new one: it asks for
  * its own recent regions, and for those it asked for before without an
  * answer.  The Primary it lost, back, has our recent writes (its own) and
- * its bitmap: only the unanswered asks go to it. */
+ * its bitmap: it is asked only when asks are unanswered, and then for
+ * those and the recent regions alike. */
 void repl__recent_ask(struct peer *new_primary)
 {
 	struct repl_volume *vol = new_primary->vol;
