@@ -41,6 +41,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
@@ -54,6 +55,11 @@
 #define INLINE_MAX_LEN (64u << 10)
 #define INLINE_SLOW_NS (2 * 1000000ull)
 #define INLINE_OFF_NS (10 * 1000000000ull)
+/* A read, write, flush, trim or zero the store took this long is logged
+ * (at most once per DISK_SLOW_LOG_NS per pool): the operator sees a disk
+ * that stalls its guests, and a test an ack late for the disk's sake. */
+#define DISK_SLOW_NS (1000 * 1000000ull)
+#define DISK_SLOW_LOG_NS (10 * 1000000000ull)
 
 struct iopool {
 	struct repl_engine *eng;
@@ -84,20 +90,62 @@ struct iopool {
 	/* Atomics: plain data writes done, and how many of them the last
 	 * FLUSH that succeeded covers (those done before its submission). */
 	uint64_t writes_done, flushed;
+	uint64_t slow_logged;		/* atomic: now_mono_ns() of the last slow-disk line */
+	unsigned slow_unlogged;		/* atomic: slow requests since that line */
 	pthread_t threads[];
 };
+
+/* What a request whose store call is timed is, for the log; the others
+ * (calls, read-ahead, lookups) may take long by design. */
+static const char *const timed_op[] = {
+	[REPL_IO_READ] = "a read", [REPL_IO_WRITE] = "a write",
+	[REPL_IO_FLUSH] = "a flush", [REPL_IO_TRIM] = "a trim",
+	[REPL_IO_ZERO] = "a write of zeroes",
+};
+
+static bool timed(const struct repl_io *io)
+{
+	return !repl__sys->pool_kick && (unsigned)io->op < sizeof(timed_op) / sizeof(timed_op[0]) &&
+	       timed_op[io->op];
+}
+
+/* Any thread: io took took_ns, ending at now. */
+static void slow_disk(struct iopool *p, const struct repl_io *io, uint64_t took_ns, uint64_t now)
+{
+	uint64_t last = __atomic_load_n(&p->slow_logged, __ATOMIC_RELAXED);
+	char where[64] = "", more[64] = "";
+	unsigned n;
+
+	if ((last && now - last < DISK_SLOW_LOG_NS) ||
+	    !__atomic_compare_exchange_n(&p->slow_logged, &last, now, false,
+					 __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+		__atomic_add_fetch(&p->slow_unlogged, 1, __ATOMIC_RELAXED);
+		return;
+	}
+	n = __atomic_exchange_n(&p->slow_unlogged, 0, __ATOMIC_RELAXED);
+	if (io->op != REPL_IO_FLUSH)
+		snprintf(where, sizeof(where), " of %u bytes at %llu", io->len,
+			 (unsigned long long)io->offset);
+	if (n)
+		snprintf(more, sizeof(more), " (and %u more slow request(s) since the last line)", n);
+	log_warn("[%s] the disk took %llu ms for %s%s%s", p->name,
+		 (unsigned long long)(took_ns / 1000000), timed_op[io->op], where, more);
+}
 
 /* Runs io; before a write, the before_write hook sees its range; after
  * it, writes and flushes are counted (repl__iopool_unflushed). */
 static int exec(struct iopool *p, struct repl_io *io)
 {
 	bool data = io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO;
-	uint64_t had;
+	uint64_t had, t0, t;
 	int r;
 
 	if (p->before_write && data)
 		p->before_write(p->before_write_arg, io->offset, io->len);
+	t0 = timed(io) ? now_mono_ns() : 0;
 	r = repl__store_exec(p->fd, p->blockdev, io);
+	if (t0 && (t = now_mono_ns()) - t0 >= DISK_SLOW_NS)
+		slow_disk(p, io, t - t0, t);
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
 	if (r < 0 && io->op == REPL_IO_FLUSH)

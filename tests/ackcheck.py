@@ -141,6 +141,11 @@ def parse_record(blk):
 # ---- NBD client ---------------------------------------------------------------
 
 
+def clock(t):
+    """Time of day as the daemons' logs print it (local time)."""
+    return time.strftime("%H:%M:%S", time.localtime(t)) + ".%03d" % (int(t * 1000) % 1000)
+
+
 def recv_exact(sock, n):
     buf = bytearray()
     while len(buf) < n:
@@ -291,6 +296,7 @@ def cmd_write(args):
     signal.signal(signal.SIGINT, stop_soon)
     last_progress = start  # last ack, or when the queue was last empty
     max_gap = 0.0
+    gap_what = ""  # the reply that ended the longest gap, for the report
     tokens, t_tok = float(args.inflight), start
     status = 0
     try:
@@ -352,7 +358,11 @@ def cmd_write(args):
                         continue
                     del inflight[handle]
                     gap = t - last_progress
-                    max_gap = max(max_gap, gap)
+                    if gap > max_gap:
+                        max_gap = gap
+                        gap_what = " (from %s to %s, ended by the reply to a %s sent at %s)" % (
+                            clock(last_progress), clock(t),
+                            "write" if ent[0] == "W" else "flush", clock(ent[3]))
                     last_progress = t
                     if err:
                         if ent[0] == "W":
@@ -384,7 +394,8 @@ def cmd_write(args):
     log.close()
     el = time.time() - start
     print("ackcheck: %d writes, %d acknowledged, %d flushes, %d errors in %.1f s; "
-          "longest wait for an acknowledgement %.2f s" % (writes, acks, flushes, errors, el, max_gap))
+          "longest wait for an acknowledgement %.2f s%s"
+          % (writes, acks, flushes, errors, el, max_gap, gap_what))
     if errors:
         status = status or 1
     if status == 0 and args.max_gap and max_gap > args.max_gap:

@@ -1447,6 +1447,19 @@ wait_writer() {
 	return "$st"
 }
 
+# writer_gap_ms: the writer's longest wait for an acknowledgement, in ms
+# (ackcheck.py's END line).
+writer_gap_ms() { awk '$1 == "END" { printf "%d\n", $5 * 1000 }' "$WRITER_LOG"; }
+
+# disk_stall_ms NAME...: the longest request the disks of these instances
+# logged as slow ("the disk took N ms", replication/iopool.c), 0 if none.
+disk_stall_ms() {
+	local n
+	for n in "$@"; do
+		grep -h -o -E 'the disk took [0-9]+ ms' "$(daemon_log "$n")"
+	done | awk '$4 > m { m = $4 } END { print m + 0 }'
+}
+
 # ---- NBD clients driven line by line ----------------------------------------
 # A QEMU that attaches, waits, writes and reads when the test says: an
 # nbdclient.py per NAME, fed through a FIFO this shell keeps open.

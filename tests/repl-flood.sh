@@ -6,7 +6,8 @@
 # port, every one sending the header of a 4 MiB WRITE frame (no key) and
 # then 256 KiB of its payload, for FLOOD_S seconds.  Then:
 #   - a's link to b stayed Connected (authenticated once, never dropped);
-#   - every write was answered in time (no gap over 5 s), and after the
+#   - every write was answered in time (no gap over 5 s beyond the longest
+#     request a daemon logged its disk as slow for), and after the
 #     daemons stop, both replicas hold every acknowledged write and are
 #     identical (cmp);
 #   - neither daemon's RSS grew by 64 MiB or more (VmHWM);
@@ -23,6 +24,7 @@ requires_replagent
 
 FLOOD_S=${FLOOD_S:-15}
 CONNS=2000
+MAX_GAP_S=5
 GROWTH_MAX_KIB=$((64 << 10))
 # A sanitizer build keeps freed memory in quarantine and shadow: the bound
 # is about this daemon, not ASan's bookkeeping.
@@ -39,7 +41,7 @@ pa=$(replagentd_pid a)
 pb=$(replagentd_pid b)
 
 start_writer "$TESTDIR/ack.log" --unix "${NODE_NBD_SOCK[a]}" --export "$CLUSTER_VOL" \
-	--duration $((FLOOD_S + 10)) --span $((8 << 20)) --max-gap 5
+	--duration $((FLOOD_S + 10)) --span $((8 << 20)) --max-gap "$MAX_GAP_S"
 sleep 2
 fds_a=$(fd_count "$pa")
 fds_b=$(fd_count "$pb")
@@ -82,12 +84,34 @@ peak_b=$(mem_kib "$pb" VmHWM)
 log "during the flood: a peaked at $peak_a KiB (+$((peak_a - base_a))), b at $peak_b KiB (+$((peak_b - base_b)))"
 grep -h 'dropping an incoming replication connection' "$(daemon_log a)" | tail -n 2
 
-wait_writer || fail "the writer through a failed (a write unanswered or late)"
+writer_ok=0
+wait_writer || writer_ok=$?
+if [ "$writer_ok" = 3 ]; then
+	# Every write was answered, one late.  The bound is about the flood:
+	# a disk that itself stalled (the daemons log a request over 1 s) adds
+	# its stall to it.
+	gap_ms=$(writer_gap_ms)
+	disk_ms=$(disk_stall_ms a b)
+	if [ "$disk_ms" -gt 0 ] && [ "$gap_ms" -le $((MAX_GAP_S * 1000 + disk_ms)) ]; then
+		log "the writer once waited $gap_ms ms, and a disk itself took $disk_ms ms for one request: within the bound of ${MAX_GAP_S} s beyond the disk's stall"
+		writer_ok=0
+	fi
+fi
+n_auth=$(grep -c 'peer b authenticated' "$(daemon_log a)")
+if [ "$writer_ok" != 0 ] || [ "$n_auth" != 1 ]; then
+	# What the daemons said besides the flood's warnings, which would fill
+	# the last lines the failure shows.
+	for n in a b; do
+		echo "---- $n's log without the flood's warnings ----" >&2
+		grep -v 'dropping an incoming replication connection' "$(daemon_log "$n")" | tail -n 40 >&2
+	done
+	echo "----" >&2
+fi
+[ "$writer_ok" = 0 ] || fail "the writer through a failed (a write unanswered or late)"
 replagentd_alive a || fail "a died"
 replagentd_alive b || fail "b died"
 [ "$guard_ok" = 0 ] || fail "a daemon's RSS ran away during the flood"
 [ "$link_lost" = 0 ] || fail "a lost its link to b during the flood"
-n_auth=$(grep -c 'peer b authenticated' "$(daemon_log a)")
 [ "$n_auth" = 1 ] || fail "the link a-b was re-established $((n_auth - 1)) time(s)"
 [ $((peak_a - base_a)) -lt "$GROWTH_MAX_KIB" ] ||
 	fail "a's RSS grew by $(((peak_a - base_a) >> 10)) MiB during the flood"

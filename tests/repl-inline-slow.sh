@@ -6,8 +6,9 @@
 # backing turns slow (the faultdisk shim's slow-write: each write sleeps
 # 1 s, then lands).  The first slow write on the loop turns inline writes
 # off for vol0 (the log says so); vol1's 200 writes then go through while
-# vol0's 8 writes are still crawling, and both volumes hold what was
-# written.  Then io-inline = no in vol1's section: after a restart its
+# vol0's 8 writes are still crawling, both volumes hold what was written,
+# and the log names vol0's slow disk (a request over 1 s, once per 10 s)
+# but not vol1's (300 ms writes, later).  Then io-inline = no in vol1's section: after a restart its
 # slow writes never reach the loop (no such log line for it).
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
@@ -52,6 +53,8 @@ faultdisk_clear slow-write
 qio "$NBD_URI" "read -P 0x41 0 32k" >/dev/null || fail "vol0 does not hold its slow writes"
 qio "$VOL1_URI" "read -P 0x42 0 800k" >/dev/null || fail "vol1 does not hold its writes"
 grep -q '\[vol1\] a write took' "$LOGF" && fail "vol1's writes were slow on the loop thread"
+n=$(grep -c -E '\[vol0\] the disk took [0-9]{4,} ms for a write of 4096 bytes at [0-9]+$' "$LOGF")
+[ "$n" = 1 ] || fail "vol0's slow disk logged $n time(s) in 8 s, not once: $(grep 'the disk took' "$LOGF")"
 
 # io-inline = no: vol1's writes never run on the loop thread.
 stop_replagentd
@@ -63,6 +66,7 @@ qio "$VOL1_URI" "write -P 0x43 0 4k" "write -P 0x43 4k 4k" "read -P 0x43 0 8k" >
 faultdisk_log | grep -q "^slow-write $TESTDIR/vol1.img" || fail "vol1's writes were not slowed"
 grep -q '\[vol1\] a write took' "$LOGF" &&
 	fail "vol1 ran a write on the loop thread with io-inline = no"
+grep -q '\[vol1\] the disk took' "$LOGF" && fail "vol1's 300 ms writes were logged as a slow disk"
 log "with io-inline = no, vol1's slow writes stayed on its workers"
 stop_replagentd
 log "PASS"
