@@ -16,6 +16,9 @@
  *  14   L.c == P.c, only L lost power (L a Secondary)     TARGET_FULL
  *  14'  L.c == P.c, only P lost power (P a Secondary)     SOURCE_FULL
  *   4   L.c == P.c, neither crashed as Primary            NO_SYNC
+ *  14a  L.c == P.c, L crashed as Primary, both lost       SOURCE_FULL
+ *       power, neither Primary now, P's host restarted
+ *  14a' mirror of 14a                                     TARGET_FULL
  *   5   L.c == P.c, only L crashed as Primary, L not      TARGET_BITMAP (full:
  *       Primary now, and L lost power or P is Primary     handshake.c)
  *   5'  mirror of 5                                       SOURCE_BITMAP (full)
@@ -74,7 +77,16 @@
  * last, it came last) is the same for a Secondary: plain writes are
  * acknowledged before they are flushed on both sides, so one that lost
  * power takes everything from one that did not (it cannot say which
- * regions it lost); between two that both lost power, nobody holds more.
+ * regions it lost); between two that both lost power, nobody holds more,
+ * unless one crashed as Primary and the other's host did restart (14a):
+ * a Primary flushes before it records a peer Outdated (replicate.c), so
+ * what that peer held and will never give back is durable on the Primary
+ * only, and the other, whose page cache is gone, cannot say which regions
+ * it lost: it takes everything (sim seed 39100 of --inline: the other was
+ * made the source, and a write only the Primary and the Outdated peer
+ * still held was lost).  One that only could not tell (its flush after
+ * the crash failed) may hold every write, and stays the source (rule 5;
+ * sim seed 1755: 14a without that condition lost a write it held).
  * "Lost power" comes from the boot id recorded in the metadata (role.c,
  * volume.c); a replica that cannot tell counts as having lost it. */
 #include "config.h"
@@ -192,6 +204,8 @@ static struct gen_verdict same_current(const struct gen_side *l, const struct ge
 				      "its activity log from the replica that did not crash";
 	static const char again[] = "same current; the crashed Primary kept its writes (or "
 				    "was promoted again): it resyncs its activity log";
+	static const char all_lost[] = "same current; the crashed Primary lost power and the "
+				       "other's host restarted: the Primary's data is the reference";
 	static const char both[] = "same current; both crashed as Primary, the lower node id "
 				   "resyncs the activity logs";
 
@@ -201,6 +215,10 @@ static struct gen_verdict same_current(const struct gen_side *l, const struct ge
 		return verdict(GEN_SOURCE_FULL, GEN_R_LOST_POWER, power);
 	if (!l->crashed_primary && !p->crashed_primary)
 		return verdict(GEN_NO_SYNC, GEN_R_SAME, "same current generation");
+	if (!l->crashed_primary && lost(l) && l->host_restarted && lost(p))
+		return verdict(GEN_TARGET_FULL, GEN_R_LOST_POWER, all_lost);
+	if (!p->crashed_primary && lost(p) && p->host_restarted && lost(l))
+		return verdict(GEN_SOURCE_FULL, GEN_R_LOST_POWER, all_lost);
 	if (!p->crashed_primary)
 		return crashed_is_source(l, p) ? verdict(GEN_SOURCE_BITMAP, GEN_R_CRASHED, again)
 					       : verdict(GEN_TARGET_BITMAP, GEN_R_CRASHED, crashed);

@@ -59,6 +59,9 @@ struct gen_side {
 	bool crashed_primary;	/* went down uncleanly while Primary */
 	bool lost_power;	/* went down uncleanly with its host: may lack
 				 * writes it acknowledged (see above) */
+	bool host_restarted;	/* with lost_power: its host did restart (boot
+				 * ids differ), it does lack them; without: it
+				 * could not tell */
 	uint32_t node_id;	/* distinct per node; tie-break only */
 };
 

@@ -89,8 +89,13 @@ enum meta_role { META_SECONDARY = 0, META_PRIMARY = 1 };
  * (see boot_id): writes it acknowledged and had not flushed may be gone.
  * Until a resync as target or a promotion. */
 #define META_F_POWER_LOST	(1u << 3)
+/* With META_F_POWER_LOST: the host did restart (both boot ids known and
+ * different), so the page cache is gone for sure; without it, the replica
+ * could not tell (no boot id, or the flush after the crash failed) and may
+ * well hold every write.  Cleared with META_F_POWER_LOST. */
+#define META_F_HOST_RESTARTED	(1u << 4)
 #define META_F_ALL		(META_F_CLEAN | META_F_PRIMARY_CRASHED | META_F_FULL_SYNC | \
-				 META_F_POWER_LOST)
+				 META_F_POWER_LOST | META_F_HOST_RESTARTED)
 
 /* The host's boot id (/proc/sys/kernel/random/boot_id) when the replica was
  * last opened: an unclean stop with the same boot id at the next open was

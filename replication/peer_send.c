@@ -50,6 +50,7 @@ void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side
 	g->primary = vol->role == REPL_PRIMARY;
 	g->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
 	g->lost_power = sb->flags & META_F_POWER_LOST;
+	g->host_restarted = sb->flags & META_F_HOST_RESTARTED;
 	g->node_id = repl__peer_node_id(vol, vol->node);
 }
 
@@ -229,6 +230,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->role = (uint8_t)vol->role;
 	v->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
 	v->lost_power = sb->flags & META_F_POWER_LOST;
+	v->host_restarted = sb->flags & META_F_HOST_RESTARTED;
 	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
 								    : GEN_DISK_UNKNOWN;
 	v->has_primary = p->told_has_primary = repl__peer_has_primary(vol, p);

@@ -157,7 +157,8 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	in->peer = (struct gen_side){ .current = v->current, .bitmap = v->bitmap,
 				      .disk_state = v->disk, .primary = v->role == REPL_PRIMARY,
 				      .crashed_primary = v->crashed_primary,
-				      .lost_power = v->lost_power, .node_id = v->node_id };
+				      .lost_power = v->lost_power,
+				      .host_restarted = v->host_restarted, .node_id = v->node_id };
 	memcpy(in->peer.history, v->history, sizeof(in->peer.history));
 	in->local_dirty = meta_bits_count(vol->meta, p->idx);
 	in->peer_dirty = v->dirty;

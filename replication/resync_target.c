@@ -190,13 +190,15 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	memcpy(sb.gen_history, v->history, sizeof(sb.gen_history));
 	/* Inconsistent until our own flush is done (rs_uptodate()). */
 	sb.disk_state = META_INCONSISTENT;
-	sb.flags &= ~(META_F_PRIMARY_CRASHED | META_F_POWER_LOST);
+	sb.flags &= ~(META_F_PRIMARY_CRASHED | META_F_POWER_LOST | META_F_HOST_RESTARTED);
 	/* What the source may lack, we lack now too: a source that lost
 	 * power (a Secondary, rule 42 of gen.c) passes that on, or a replica
 	 * made of its data would count as whole and be promoted without the
 	 * writes another replica still holds (sim seed 4552). */
 	if (v->lost_power)
 		sb.flags |= META_F_POWER_LOST;
+	if (v->lost_power && v->host_restarted)
+		sb.flags |= META_F_HOST_RESTARTED;
 	/* Our data is the source's now: our activity log described data we
 	 * no longer have, and the bitmaps no longer go with a generation.
 	 * Their bits stay: a region we had marked as maybe differing on a

@@ -308,7 +308,7 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	promote_generation(vol, &sb, force);
 	sb.role = REPL_PRIMARY;
 	sb.disk_state = META_UPTODATE;
-	sb.flags &= ~META_F_POWER_LOST;	/* its data is the reference now */
+	sb.flags &= ~(META_F_POWER_LOST | META_F_HOST_RESTARTED);	/* the reference now */
 	/* Refused, it must not come back at a restart (issue 13): with its
 	 * role Primary and a generation no peer is told of, it would make
 	 * a split brain with the replica promoted instead. */

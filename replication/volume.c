@@ -150,8 +150,11 @@ static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...
  * cache holds every write it made: flushed now, they are as durable as if
  * it had shut down cleanly.  A zero boot id (unknown) is a no. */
 static bool host_kept_writes(struct repl_volume *vol, const struct meta_super *sb,
-			     const uint8_t *boot_id)
+			     const uint8_t *boot_id, bool *restarted)
 {
+	*restarted = !all_zero(sb->boot_id, sizeof(sb->boot_id)) &&
+		     !all_zero(boot_id, sizeof(sb->boot_id)) &&
+		     memcmp(sb->boot_id, boot_id, sizeof(sb->boot_id));
 	if (all_zero(sb->boot_id, sizeof(sb->boot_id)) ||
 	    memcmp(sb->boot_id, boot_id, sizeof(sb->boot_id)))
 		return false;
@@ -194,7 +197,8 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 	if (repl__sys->boot_id(upd.boot_id) < 0)
 		memset(upd.boot_id, 0, sizeof(upd.boot_id));
 	if (!(sb->flags & META_F_CLEAN)) {
-		bool kept = host_kept_writes(vol, sb, upd.boot_id);
+		bool restarted;
+		bool kept = host_kept_writes(vol, sb, upd.boot_id, &restarted);
 
 		plog(LOG_WARNING, vol->name, "was not shut down cleanly%s: %s",
 		     sb->role == REPL_PRIMARY ? " while Primary" : "",
@@ -205,6 +209,8 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 			upd.flags |= META_F_PRIMARY_CRASHED;
 		if (!kept && cfg->n_peers)
 			upd.flags |= META_F_POWER_LOST;
+		if (!kept && restarted && cfg->n_peers)
+			upd.flags |= META_F_HOST_RESTARTED;
 	} else if ((sb->flags & META_F_PRIMARY_CRASHED) && cfg->n_peers &&
 		   all_zero(sb->boot_id, sizeof(sb->boot_id))) {
 		/* A crash as Primary recorded before boot ids were: it may

@@ -154,6 +154,7 @@ struct wire_volume {
 	uint8_t role;			/* 0 Secondary, 1 Primary */
 	bool crashed_primary;
 	bool lost_power;		/* gen.h */
+	bool host_restarted;		/* gen.h */
 	uint8_t peer_disk;		/* sender's view of the receiver's disk */
 	bool has_primary;		/* a Primary is connected to the sender */
 };

@@ -19,13 +19,14 @@ enum { A = 0xa1, B = 0xb2, C = 0xc3, D = 0xd4 };
 
 /* S(node_id, current, bitmap, history0, history1, disk, primary, crash):
  * crash is CP (crashed as Primary, its host kept its writes), LP (lost
- * power, as a Secondary) or CL (both: crashed as Primary and lost power). */
-enum { CP = 1, LP = 2, CL = 3 };
+ * power, as a Secondary, or could not tell) or CL (both: crashed as
+ * Primary and lost power); HR with LP or CL: its host did restart. */
+enum { CP = 1, LP = 2, CL = 3, HR = 4 };
 #define S(id, c, b, h0, h1, disk, pri, crash) { \
 	.current = (c), .bitmap = (b), .history = { (h0), (h1) }, \
 	.disk_state = GEN_DISK_##disk, .primary = (pri), \
 	.crashed_primary = ((crash) & CP) != 0, .lost_power = ((crash) & LP) != 0, \
-	.node_id = (id) }
+	.host_restarted = ((crash) & HR) != 0, .node_id = (id) }
 #define L(...) S(1, __VA_ARGS__)
 #define P(...) S(2, __VA_ARGS__)
 
@@ -72,8 +73,15 @@ static const struct row rows[] = {
 	  GEN_NO_SYNC, GEN_R_SAME },
 	{ "same current, outdated peer", L(A, 0, 0, 0, UPTODATE, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0),
 	  GEN_NO_SYNC, GEN_R_SAME },
+	/* 14a, 14a' */
+	{ "local crashed primary lost power, peer's host restarted",
+	  L(A, 0, 0, 0, CONSISTENT, 0, CL), P(A, 0, 0, 0, UPTODATE, 0, LP | HR),
+	  GEN_SOURCE_FULL, GEN_R_LOST_POWER },
+	{ "peer crashed primary lost power, local host restarted",
+	  L(A, 0, 0, 0, UPTODATE, 0, LP | HR), P(A, 0, 0, 0, CONSISTENT, 0, CL | HR),
+	  GEN_TARGET_FULL, GEN_R_LOST_POWER },
 	/* 5, 5' */
-	{ "local crashed primary, both lost power", L(A, 0, 0, 0, CONSISTENT, 0, CL),
+	{ "local crashed primary, both lost power", L(A, 0, 0, 0, CONSISTENT, 0, CL | HR),
 	  P(A, 0, 0, 0, UPTODATE, 0, LP), GEN_TARGET_BITMAP, GEN_R_CRASHED },
 	{ "peer crashed primary, both lost power", L(A, 0, 0, 0, UPTODATE, 0, LP),
 	  P(A, 0, 0, 0, CONSISTENT, 0, CL), GEN_SOURCE_BITMAP, GEN_R_CRASHED },
@@ -195,7 +203,7 @@ static void test_sweep(void)
 {
 	static const uint8_t disks[] = { GEN_DISK_DISKLESS, GEN_DISK_INCONSISTENT,
 					 GEN_DISK_OUTDATED, GEN_DISK_UPTODATE };
-	enum { NG = 3, NSIDE = NG * NG * NG * NG * 4 * 2 * 4 };
+	enum { NG = 3, NSIDE = NG * NG * NG * NG * 4 * 2 * 8 };
 	static struct gen_side sides[NSIDE];
 	unsigned n = 0, bad_mirror = 0, bad_source = 0, bad_target = 0, bad_power = 0;
 	unsigned seen[GEN_REFUSE + 1] = { 0 };
@@ -206,11 +214,11 @@ static void test_sweep(void)
 	for (unsigned h1 = 0; h1 < NG; h1++)
 	for (unsigned d = 0; d < 4; d++)
 	for (unsigned pri = 0; pri < 2; pri++)
-	for (unsigned cr = 0; cr < 4; cr++)
+	for (unsigned cr = 0; cr < 8; cr++)
 		sides[n++] = (struct gen_side){
 			.current = c, .bitmap = b, .history = { h0, h1 },
 			.disk_state = disks[d], .primary = pri, .crashed_primary = cr & 1,
-			.lost_power = cr >> 1,
+			.lost_power = (cr >> 1) & 1, .host_restarted = cr >> 2,
 		};
 
 	for (unsigned i = 0; i < NSIDE; i++) {

@@ -56,7 +56,7 @@ static size_t samples(struct wire_msg *out)
 		.history = { 3, 0xfedcba9876543210ull, 5, 6, 7, 8, 9, 0x0102030405060708ull },
 		.dirty = 12345, .node_id = 7,
 		.region_size = 1u << 20, .disk = GEN_DISK_UPTODATE, .role = 1,
-		.crashed_primary = true, .lost_power = true, .peer_disk = GEN_DISK_UNKNOWN,
+		.crashed_primary = true, .lost_power = true, .host_restarted = true, .peer_disk = GEN_DISK_UNKNOWN,
 		.has_primary = true,
 	};
 	strcpy(m.u.volume.name, "vol0");
@@ -163,7 +163,7 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       x->dirty == y->dirty && x->node_id == y->node_id &&
 		       x->region_size == y->region_size && x->disk == y->disk &&
 		       x->role == y->role && x->crashed_primary == y->crashed_primary &&
-		       x->lost_power == y->lost_power &&
+		       x->lost_power == y->lost_power && x->host_restarted == y->host_restarted &&
 		       x->peer_disk == y->peer_disk && x->has_primary == y->has_primary;
 	}
 	case WIRE_WRITE:
@@ -589,7 +589,7 @@ static void test_rejects(void)
 	reject("volume region 3", &vol, H + 135, 3, -EPROTO);
 	reject("volume disk unknown", &vol, H + 136, GEN_DISK_UNKNOWN, -EPROTO);
 	reject("volume role 2", &vol, H + 137, 2, -EPROTO);
-	reject("volume flags 8", &vol, H + 138, 8, -EPROTO);
+	reject("volume flags 16", &vol, H + 138, 16, -EPROTO);
 	reject("volume peer disk 6", &vol, H + 139, 6, -EPROTO);
 	reject("volume reserved", &vol, H + 143, 1, -EPROTO);
 	reject("write flags", &wr, H + 15, 2, -EPROTO);
