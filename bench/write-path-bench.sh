@@ -30,6 +30,8 @@
 # PROFILE=1 adds, per server and job, the syscalls per write (strace -c);
 # PERF=1 the functions that take the servers' CPU (perf record -g, the top
 # symbols by self time, and who calls the futex and lock-wait ones).
+# HALTPOLL_NS=N (root, a KVM guest) sets the idle vCPUs' halt polling for
+# the run and puts it back after; the header prints it either way.
 # Knobs: RUNTIME [5] seconds per fio run; SERVERS ["nbdkit qemu-nbd 1r 2r
 # 3r 2r-pin"]; JOBS ["qd1 qd32 seq sync"]; VOLSIZE [1G]; PINGPONG [build/bench/pingpong].  The machine
 # is shared with the client and every replica: the load average before and
@@ -369,9 +371,32 @@ print("%.1f" % ((j["write"]["lat_ns"]["mean"] + j["sync"]["lat_ns"]["mean"]) / 1
 	rm -f "$TESTDIR"/fsync.*
 }
 
+# Guest halt polling (cpuidle-haltpoll, a KVM guest's idle driver): how
+# long an idle vCPU polls before it halts.  At 0, each wake-up of a halted
+# vCPU goes through the host: tens of microseconds on this VM class, which
+# every hop of a QD1 request pays (bench/README.md).
+HALTPOLL=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+haltpoll_desc() {
+	local drv
+	drv=$(cat /sys/devices/system/cpu/cpuidle/current_driver 2>/dev/null || echo none)
+	if [ -r "$HALTPOLL" ]; then
+		echo "cpuidle driver $drv, guest_halt_poll_ns $(cat "$HALTPOLL")"
+	else
+		echo "cpuidle driver $drv"
+	fi
+}
+# HALTPOLL_NS=N (root): set guest_halt_poll_ns for the run, put back after.
+set_haltpoll() {
+	[ -n "${HALTPOLL_NS:-}" ] || return 0
+	[ -w "$HALTPOLL" ] || { log "HALTPOLL_NS: no writable $HALTPOLL"; return 1; }
+	on_cleanup eval "echo $(cat "$HALTPOLL") >$HALTPOLL"
+	echo "$HALTPOLL_NS" >"$HALTPOLL"
+}
+
 main() {
 	local s j rtt=n/a rtt99=n/a pw pp
-	log "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; $(uname -r)"
+	set_haltpoll || exit 1
+	log "load before: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) CPUs; $(uname -r); $(haltpoll_desc)"
 	log "writing $VOLSIZE of random data"
 	head -c "$(numfmt --from=iec "$VOLSIZE")" /dev/urandom >"$TESTDIR/random.img"
 	if [ -x "$PINGPONG" ]; then
@@ -399,6 +424,7 @@ main() {
 	echo
 	echo "== write path, fio nbd engine (libnbd, Unix socket), ${RUNTIME}s per run, $VOLSIZE pre-filled volume"
 	echo "replagentd $REPLAGENTD (source tree $pp); $(nproc) CPUs shared by client and servers; load now $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "idle: $(haltpoll_desc)"
 	echo "TCP loopback round trip (pingpong, 4 KiB out, 16 B back): median $rtt us, p99 $rtt99 us"
 	echo "4k pwrite into the page cache (fio psync QD1, mean): $pw us"
 	[ -n "${FS1:-}" ] &&
