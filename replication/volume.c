@@ -148,7 +148,9 @@ static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...
 /* After an unclean stop: is this the same boot of the host as the one
  * that last opened the replica?  Then only the daemon died, and the page
  * cache holds every write it made: flushed now, they are as durable as if
- * it had shut down cleanly.  A zero boot id (unknown) is a no. */
+ * it had shut down cleanly.  A zero boot id (unknown) is a no.
+ * *restarted: both boot ids are known and differ, so the host did restart
+ * (a no that is certain, META_F_HOST_RESTARTED). */
 static bool host_kept_writes(struct repl_volume *vol, const struct meta_super *sb,
 			     const uint8_t *boot_id, bool *restarted)
 {
