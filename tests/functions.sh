@@ -1220,7 +1220,12 @@ start_node() {
 
 # start_in_sync PRIMARY NODE...: starts PRIMARY and the NODEs in that
 # order, waits (30 s) until PRIMARY sees every NODE Connected with nothing
-# out of sync, and promotes PRIMARY.
+# out of sync, promotes PRIMARY, and waits (30 s) until it sees every NODE
+# Connected, UpToDate and with nothing out of sync again.  Two Secondaries
+# where one is blank only carry state until a Primary exists (gen.c rules
+# 40-42): the promotion reconnects such a NODE to resync it, so right
+# after it the NODE is not yet in sync, nor even connected (repl-peer-
+# wire.sh killed one then, and its Primary never lost it).
 start_in_sync() {
 	local primary=$1 n
 	for n in "$@"; do
@@ -1230,6 +1235,8 @@ start_in_sync() {
 	wait_status "$primary" 30 "all(p[n][\"link\"] == \"Connected\" and p[n][\"out_of_sync_bytes\"] == 0 for n in \"$*\".split())" ||
 		fail "$primary and $* did not connect"
 	promote "$primary"
+	wait_status "$primary" 30 "all(p[n][\"link\"] == \"Connected\" and p[n][\"peer_disk\"] == \"UpToDate\" and p[n][\"out_of_sync_bytes\"] == 0 for n in \"$*\".split())" ||
+		fail "$primary did not see $* in sync after its promotion"
 }
 
 # stop_node NODE: SIGTERM; fails the test unless the daemon exits 0.
