@@ -105,8 +105,7 @@ static const char *const timed_op[] = {
 
 static bool timed(const struct repl_io *io)
 {
-	return !repl__sys->pool_kick && (unsigned)io->op < sizeof(timed_op) / sizeof(timed_op[0]) &&
-	       timed_op[io->op];
+	return !repl__sys->pool_kick && (unsigned)io->op < ARRAY_SIZE(timed_op) && timed_op[io->op];
 }
 
 /* Any thread: io took took_ns, ending at now. */
@@ -133,19 +132,22 @@ static void slow_disk(struct iopool *p, const struct repl_io *io, uint64_t took_
 }
 
 /* Runs io; before a write, the before_write hook sees its range; after
- * it, writes and flushes are counted (repl__iopool_unflushed). */
-static int exec(struct iopool *p, struct repl_io *io)
+ * it, writes and flushes are counted (repl__iopool_unflushed).  *took, if
+ * not NULL: how long the store took, 0 if untimed (timed()). */
+static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 {
 	bool data = io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO;
-	uint64_t had, t0, t;
+	uint64_t had, t0, t = 0;
 	int r;
 
 	if (p->before_write && data)
 		p->before_write(p->before_write_arg, io->offset, io->len);
 	t0 = timed(io) ? now_mono_ns() : 0;
 	r = repl__store_exec(p->fd, p->blockdev, io);
-	if (t0 && (t = now_mono_ns()) - t0 >= DISK_SLOW_NS)
-		slow_disk(p, io, t - t0, t);
+	if (t0 && (t = now_mono_ns() - t0) >= DISK_SLOW_NS)
+		slow_disk(p, io, t, t0 + t);
+	if (took)
+		*took = t;
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
 	if (r < 0 && io->op == REPL_IO_FLUSH)
@@ -226,7 +228,7 @@ static void *worker_main(void *arg)
 		}
 		__atomic_add_fetch(&p->executing, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&p->lock);
-		io->result = exec(p, io);
+		io->result = exec(p, io, NULL);
 		__atomic_sub_fetch(&p->executing, 1, __ATOMIC_RELEASE);
 		if (io->flags & REPL_IO_DONE_ANY_THREAD)
 			io->done(io);
@@ -377,21 +379,20 @@ static bool inline_now(struct iopool *p, const struct repl_io *head)
 static void run_inline(struct iopool *p, struct repl_io *head, struct repl_io **tail, unsigned n)
 {
 	struct repl_io *done = head, **dtail = &done, *io;
-	uint64_t t0, t;
+	uint64_t took;
 
 	while (head && inline_write(head)) {
 		io = head;
 		head = io->next;
 		n--;
-		t0 = repl__sys->pool_kick ? 0 : now_mono_ns();
-		io->result = exec(p, io);
+		io->result = exec(p, io, &took);	/* took 0 under the simulator */
 		dtail = &io->next;
-		if (t0 && (t = now_mono_ns()) - t0 > INLINE_SLOW_NS) {
+		if (took > INLINE_SLOW_NS) {
 			/* the rest go to the workers, and later batches too */
-			p->inline_off_until = t + INLINE_OFF_NS;
+			p->inline_off_until = now_mono_ns() + INLINE_OFF_NS;
 			log_info("[%s] a write took %llu ms on the loop thread: writes go to "
 				 "the workers for %llu s", p->name,
-				 (unsigned long long)((t - t0) / 1000000),
+				 (unsigned long long)(took / 1000000),
 				 (unsigned long long)(INLINE_OFF_NS / 1000000000));
 			break;
 		}
@@ -458,7 +459,7 @@ void repl__iopool_step(struct iopool *p, unsigned i)
 	else if (p->queue_tail == &io->next)
 		p->queue_tail = pp;
 	io->next = NULL;
-	io->result = exec(p, io);
+	io->result = exec(p, io, NULL);
 	io->done(io);
 }
 
@@ -489,7 +490,7 @@ void repl__iopool_free(struct iopool *p)
 			pool_dispatch(p, p->efd, POLLIN);
 			if (!(io = pop_queue(p)))
 				break;
-			io->result = exec(p, io);
+			io->result = exec(p, io, NULL);
 			if (io->flags & REPL_IO_DONE_ANY_THREAD)
 				io->done(io);
 			else
@@ -501,7 +502,7 @@ void repl__iopool_free(struct iopool *p)
 
 		/* What is still queued runs now, in order, as above. */
 		while ((io = pop_queue(p))) {
-			io->result = exec(p, io);
+			io->result = exec(p, io, NULL);
 			io->done(io);
 		}
 		repl__sys->pool_gone(p);

@@ -39,11 +39,18 @@ struct recent {
 
 #define ASKED 2
 
+static void free_recent(struct recent *r)
+{
+	for (unsigned i = 0; i < ARRAY_SIZE(r->bm); i++)
+		free(r->bm[i]);
+	free(r);
+}
+
 /* The bitmaps follow the volume when it grows: the words it had keep
  * their bits, the new ones start clear. */
 static int recent_grow(struct recent *r, size_t words)
 {
-	for (unsigned i = 0; i < 3; i++) {
+	for (unsigned i = 0; i < ARRAY_SIZE(r->bm); i++) {
 		uint64_t *bm = realloc(r->bm[i], words * 8);
 		if (!bm)
 			return -ENOMEM;
@@ -67,13 +74,11 @@ static struct recent *recent_get(struct repl_volume *vol)
 	if (!r)
 		return NULL;
 	r->words = words;
-	for (unsigned i = 0; i < 3; i++)
-		r->bm[i] = calloc(words, 8);
-	if (!r->bm[0] || !r->bm[1] || !r->bm[ASKED]) {
-		for (unsigned i = 0; i < 3; i++)
-			free(r->bm[i]);
-		free(r);
-		return NULL;
+	for (unsigned i = 0; i < ARRAY_SIZE(r->bm); i++) {
+		if (!(r->bm[i] = calloc(words, 8))) {
+			free_recent(r);
+			return NULL;
+		}
 	}
 	vol->recent = r;
 	return r;
@@ -142,6 +147,13 @@ static void ask_peer(struct repl_volume *vol, void *arg, uint64_t off, uint64_t 
 	repl__peer_send_msg(arg, &m);
 }
 
+/* What was asked for is answered, or was asked for in another way. */
+static void forget_asks(struct recent *r)
+{
+	memset(r->bm[ASKED], 0, r->words * 8);
+	r->ask_seq = 0;
+}
+
 /* The epochs start over; with asked, what was asked for goes too. */
 static void forget(struct repl_volume *vol, bool asked)
 {
@@ -152,10 +164,8 @@ static void forget(struct repl_volume *vol, bool asked)
 	memset(r->bm[0], 0, r->words * 8);
 	memset(r->bm[1], 0, r->words * 8);
 	r->max_seq[0] = r->max_seq[1] = 0;
-	if (asked) {
-		memset(r->bm[ASKED], 0, r->words * 8);
-		r->ask_seq = 0;
-	}
+	if (asked)
+		forget_asks(r);
 }
 
 /* The Primary asked has read every ask sent before this PING. */
@@ -163,10 +173,8 @@ void repl__recent_ping_acked(struct peer *p, uint64_t seq)
 {
 	struct recent *r = p->vol->recent;
 
-	if (!r || !r->ask_seq || seq != r->ask_seq || p->idx != r->asked_idx)
-		return;
-	memset(r->bm[ASKED], 0, r->words * 8);
-	r->ask_seq = 0;
+	if (r && r->ask_seq && seq == r->ask_seq && p->idx == r->asked_idx)
+		forget_asks(r);
 }
 
 /* The new Primary, its old one lost: our recent regions go to every
@@ -233,8 +241,6 @@ void repl__recent_free(struct repl_volume *vol)
 
 	if (!r)
 		return;
-	for (unsigned i = 0; i < 3; i++)
-		free(r->bm[i]);
-	free(r);
+	free_recent(r);
 	vol->recent = NULL;
 }

@@ -196,9 +196,7 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	 * made of its data would count as whole and be promoted without the
 	 * writes another replica still holds (sim seed 4552). */
 	if (v->lost_power)
-		sb.flags |= META_F_POWER_LOST;
-	if (v->lost_power && v->host_restarted)
-		sb.flags |= META_F_HOST_RESTARTED;
+		sb.flags |= META_F_POWER_LOST | (v->host_restarted ? META_F_HOST_RESTARTED : 0);
 	/* Our data is the source's now: our activity log described data we
 	 * no longer have, and the bitmaps no longer go with a generation.
 	 * Their bits stay: a region we had marked as maybe differing on a

@@ -154,11 +154,11 @@ static void add_error(const struct repl_volume_config *cfg, const char *fmt, ...
 static bool host_kept_writes(struct repl_volume *vol, const struct meta_super *sb,
 			     const uint8_t *boot_id, bool *restarted)
 {
-	*restarted = !all_zero(sb->boot_id, sizeof(sb->boot_id)) &&
-		     !all_zero(boot_id, sizeof(sb->boot_id)) &&
-		     memcmp(sb->boot_id, boot_id, sizeof(sb->boot_id));
-	if (all_zero(sb->boot_id, sizeof(sb->boot_id)) ||
-	    memcmp(sb->boot_id, boot_id, sizeof(sb->boot_id)))
+	bool known = !all_zero(sb->boot_id, sizeof(sb->boot_id));
+	bool same = known && !memcmp(sb->boot_id, boot_id, sizeof(sb->boot_id));
+
+	*restarted = known && !same && !all_zero(boot_id, sizeof(sb->boot_id));
+	if (!same)
 		return false;
 	if (vol->fd >= 0 && repl__sys->fdatasync(vol->fd) < 0) {
 		plog_errno(LOG_ERR, vol->name, errno, "cannot flush the backing after the "
@@ -210,9 +210,7 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		if (sb->role == REPL_PRIMARY && cfg->n_peers)
 			upd.flags |= META_F_PRIMARY_CRASHED;
 		if (!kept && cfg->n_peers)
-			upd.flags |= META_F_POWER_LOST;
-		if (!kept && restarted && cfg->n_peers)
-			upd.flags |= META_F_HOST_RESTARTED;
+			upd.flags |= META_F_POWER_LOST | (restarted ? META_F_HOST_RESTARTED : 0);
 	} else if ((sb->flags & META_F_PRIMARY_CRASHED) && cfg->n_peers &&
 		   all_zero(sb->boot_id, sizeof(sb->boot_id))) {
 		/* A crash as Primary recorded before boot ids were: it may
