@@ -136,6 +136,7 @@ struct vwrite {
 	uint64_t bm_epoch;
 	bool local_pending;		/* its local write is to come or running */
 	bool local_busy;		/* its local write is running */
+	bool peers_only;		/* nothing to do here (unfl_flush()) */
 	bool start_after_flush;		/* its activity-log bits are being written */
 	unsigned local_tries;		/* local writes that failed (local_done()) */
 	bool al_held;			/* holds its extents in the activity log */

@@ -431,7 +431,12 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 	}
 	if (need)
 		bm_wait_for(vol, w, need);
-	local_start(vol, w);
+	if (w->peers_only) {
+		w->local_pending = false;
+		vwrite_put(w);	/* the reference its local write would hold */
+	} else {
+		local_start(vol, w);
+	}
 	/* A peer we could not send to is no longer in sync: drop it (which
 	 * outdates it) before anything more is acknowledged. */
 	for (unsigned i = 0; i < nfailed; i++)
@@ -493,7 +498,7 @@ void repl__rep_al_fail_waiting(struct repl_volume *vol)
 	vol->al_wait_tail = &vol->al_wait;
 }
 
-void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
+static void rep_io(struct repl_volume *vol, struct repl_io *io, bool peers_only)
 {
 	int broken = meta_broken(vol->meta);
 	struct vwrite *w;
@@ -521,6 +526,7 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 	w->local.done = local_done;
 	w->pending = 1;			/* its local write's */
 	w->local_pending = true;
+	w->peers_only = peers_only;
 	w->vnext = vol->writes;
 	if (vol->writes)
 		vol->writes->vprev = w;
@@ -542,6 +548,11 @@ void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
 		}
 	}
 	rep_start(vol, w);
+}
+
+void repl__rep_io(struct repl_volume *vol, struct repl_io *io)
+{
+	rep_io(vol, io, false);
 }
 
 /* Tells the Secondaries which writes are everywhere (below the oldest
@@ -584,7 +595,11 @@ static void unfl_flush_done(struct repl_io *io)
 }
 
 /* A FLUSH of our own, to every peer, so that what they acknowledged is
- * known durable (peer_unflushed.c). */
+ * known durable (peer_unflushed.c).  Not of our own disk: nothing here
+ * waits for that, and the page cache writes it back in its own time,
+ * after rewrites of the same pages have met there (with our disk flushed
+ * too, 2 replicas did half the 4k writes per second, both disks writing
+ * every page back within milliseconds of its write). */
 static void unfl_flush(struct repl_volume *vol)
 {
 	struct repl_io *io;
@@ -596,7 +611,7 @@ static void unfl_flush(struct repl_volume *vol)
 		return;		/* the set only grows: it stays correct */
 	io->op = REPL_IO_FLUSH;
 	io->done = unfl_flush_done;
-	repl__rep_io(vol, io);
+	rep_io(vol, io, true);
 }
 
 void repl__rep_ack(struct peer *p, uint64_t seq, int result)
