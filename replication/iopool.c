@@ -19,16 +19,24 @@
  * Inline writes: a thread hop each way costs more than a 4k write into the
  * page cache (perf on a 2-CPU VM: half of a 1-replica write's CPU was
  * context switches).  So at a batch's end, when the pool is idle (nothing
- * queued, running or done and not collected), the writes at the head of
- * what the batch submitted run right there on the loop thread, and their
- * ->done runs after them, in a batch of its own, as the workers'
- * completions do (complete()).  Only writes that cannot wait for the
+ * but flushes queued or running, nothing done and not collected), the
+ * writes at the head of what the batch submitted run right there on the
+ * loop thread, and their ->done runs after them, in a batch of its own,
+ * as the workers' completions do (complete()).  Only writes that cannot wait for the
  * disk in the page cache's normal course: whole 4 KiB pages (no read of a
  * partial page), at most 64 KiB, not FUA; never a read (a miss waits for
- * the disk), a flush, a trim or a call.  One that took over
- * INLINE_SLOW_NS (dirty pages throttled, a journal full, a slow disk)
- * turns inline writes off on that pool for INLINE_OFF_NS: a slow disk
- * then stalls its workers, not the loop every volume shares.
+ * the disk), a flush, a trim or a call.  Writes over INLINE_SLOW_NS
+ * (dirty pages throttled, a journal full, a slow disk) that add up to
+ * INLINE_SLOW_SUM_NS within INLINE_SLOW_WINDOW_NS (a single one of a
+ * slow disk does) turn inline writes off on that pool for INLINE_OFF_NS:
+ * a slow disk then stalls its workers, not the loop every volume shares.
+ * They come back once INLINE_OFF_NS has passed and the workers have done
+ * INLINE_FAST_STREAK such writes in a row each under INLINE_SLOW_NS: a
+ * disk that still hangs keeps them off (before, a write tried inline
+ * again every 10 s, and could hang the loop with it).  A write of a few
+ * ms now and then does not count: under writeback (2 replicas at 4k QD32,
+ * a journal commit of the Secondary's flush) a pool met one within
+ * seconds, and then paid two thread hops per write for 10 s.
  *
  * Under the simulator (sys.h's pool_kick set) a pool has no threads and no
  * eventfd: it keeps its queue, tells the simulator of each submit, and
@@ -54,7 +62,10 @@
 
 #define INLINE_MAX_LEN (64u << 10)
 #define INLINE_SLOW_NS (2 * 1000000ull)
-#define INLINE_OFF_NS (10 * 1000000000ull)
+#define INLINE_SLOW_SUM_NS (20 * 1000000ull)
+#define INLINE_SLOW_WINDOW_NS (1000 * 1000000ull)
+#define INLINE_OFF_NS (1000 * 1000000ull)
+#define INLINE_FAST_STREAK 64u
 /* A read, write, flush, trim or zero the store took this long is logged
  * (at most once per DISK_SLOW_LOG_NS per pool): the operator sees a disk
  * that stalls its guests, and a test an ack late for the disk's sake. */
@@ -74,7 +85,8 @@ struct iopool {
 	bool stopping;
 	unsigned nthreads, max_threads;
 	unsigned idle;			/* workers waiting for a request */
-	unsigned executing;		/* taken by a worker, not done yet (atomic) */
+	unsigned executing;		/* taken by a worker, not done yet, but
+					 * flushes (atomic) */
 	unsigned queued;		/* requests in the queue */
 	/* loop thread: submitted in the current batch, not yet queued */
 	struct repl_io *pend_head, **pend_tail;
@@ -82,6 +94,8 @@ struct iopool {
 	struct repl_deferred kick;
 	bool freeing;			/* no more deferring: submit queues at once */
 	uint64_t inline_off_until;	/* now_mono_ns(): no inline writes before */
+	uint64_t slow_since, slow_sum;	/* inline writes over INLINE_SLOW_NS */
+	unsigned fast_streak;		/* atomic: workers' fast small writes in a row */
 	bool no_inline;			/* repl__iopool_set_inline(false) */
 	/* Called on the worker before a write reaches the store (cbt.c's
 	 * changed-block tracking), or NULL. */
@@ -131,6 +145,12 @@ static void slow_disk(struct iopool *p, const struct repl_io *io, uint64_t took_
 		 (unsigned long long)(took_ns / 1000000), timed_op[io->op], where, more);
 }
 
+static bool inline_write(const struct repl_io *io)
+{
+	return io->op == REPL_IO_WRITE && !(io->flags & REPL_IO_FUA) &&
+	       io->len <= INLINE_MAX_LEN && !(io->offset & 4095) && !(io->len & 4095);
+}
+
 /* Runs io; before a write, the before_write hook sees its range; after
  * it, writes and flushes are counted (repl__iopool_unflushed).  *took, if
  * not NULL: how long the store took, 0 if untimed (timed()). */
@@ -148,6 +168,10 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 		slow_disk(p, io, t, t0 + t);
 	if (took)
 		*took = t;
+	else if (t0 && inline_write(io) && t < INLINE_SLOW_NS)
+		__atomic_add_fetch(&p->fast_streak, 1, __ATOMIC_RELAXED);
+	else if (t0 && inline_write(io))
+		__atomic_store_n(&p->fast_streak, 0, __ATOMIC_RELAXED);
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
 	if (r < 0 && io->op == REPL_IO_FLUSH)
@@ -214,6 +238,7 @@ static void *worker_main(void *arg)
 {
 	struct iopool *p = arg;
 	struct repl_io *io;
+	bool counted;
 
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
@@ -226,10 +251,13 @@ static void *worker_main(void *arg)
 			p->idle--;
 			continue;
 		}
-		__atomic_add_fetch(&p->executing, 1, __ATOMIC_RELAXED);
+		counted = io->op != REPL_IO_FLUSH;
+		if (counted)
+			__atomic_add_fetch(&p->executing, 1, __ATOMIC_RELAXED);
 		pthread_mutex_unlock(&p->lock);
 		io->result = exec(p, io, NULL);
-		__atomic_sub_fetch(&p->executing, 1, __ATOMIC_RELEASE);
+		if (counted)
+			__atomic_sub_fetch(&p->executing, 1, __ATOMIC_RELEASE);
 		if (io->flags & REPL_IO_DONE_ANY_THREAD)
 			io->done(io);
 		else
@@ -342,16 +370,14 @@ static void enqueue(struct iopool *p, struct repl_io *head, struct repl_io **tai
 			repl__sys->pool_kick(p);
 }
 
-static bool inline_write(const struct repl_io *io)
-{
-	return io->op == REPL_IO_WRITE && !(io->flags & REPL_IO_FUA) &&
-	       io->len <= INLINE_MAX_LEN && !(io->offset & 4095) && !(io->len & 4095);
-}
-
 /* Loop thread: may the write at the head of a batch's submissions run
  * here?  Nothing else of the pool may be under way: what runs inline must
  * not pass a write a worker has yet to do, nor its completion one that
- * waits to be collected.  A worker that has just handed its completion
+ * waits to be collected.  A FLUSH, queued or running, may be passed: it
+ * covers the writes done before its submission (pool_mark), so one done
+ * inline after it is just not covered; and a Secondary's fdatasync, every
+ * few hundred writes and milliseconds long, would otherwise send every
+ * write to the workers while it runs.  A worker that has just handed its completion
  * over counts as done, though it has not gone back to waiting yet:
  * otherwise the next write, at QD1, finds it so, goes to a worker too,
  * and so on. */
@@ -364,14 +390,37 @@ static bool inline_now(struct iopool *p, const struct repl_io *head)
 	if (repl__sys->pool_kick) {
 		if (!repl__sys->pool_inline || !repl__sys->pool_inline(p))
 			return false;
-	} else if (p->inline_off_until && now_mono_ns() < p->inline_off_until) {
-		return false;
+	} else if (p->inline_off_until) {
+		if (now_mono_ns() < p->inline_off_until ||
+		    __atomic_load_n(&p->fast_streak, __ATOMIC_RELAXED) < INLINE_FAST_STREAK)
+			return false;
+		p->inline_off_until = 0;
+		log_info("[%s] small writes run on the loop thread again", p->name);
 	}
 	pthread_mutex_lock(&p->lock);
-	idle = !p->queue_head && !p->done_head &&
-	       !__atomic_load_n(&p->executing, __ATOMIC_ACQUIRE);
+	idle = !p->done_head && !__atomic_load_n(&p->executing, __ATOMIC_ACQUIRE);
+	for (const struct repl_io *io = p->queue_head; idle && io; io = io->next)
+		idle = io->op == REPL_IO_FLUSH;
 	pthread_mutex_unlock(&p->lock);
 	return idle;
+}
+
+/* Loop thread: an inline write took took_ns, over INLINE_SLOW_NS.  True
+ * if those of the last INLINE_SLOW_WINDOW_NS add up to INLINE_SLOW_SUM_NS. */
+static bool slow_inline(struct iopool *p, uint64_t took_ns, uint64_t *sum_ns)
+{
+	uint64_t now = now_mono_ns();
+
+	if (!p->slow_since || now - p->slow_since > INLINE_SLOW_WINDOW_NS) {
+		p->slow_since = now;
+		p->slow_sum = 0;
+	}
+	p->slow_sum += took_ns;
+	if (p->slow_sum < INLINE_SLOW_SUM_NS)
+		return false;
+	*sum_ns = p->slow_sum;
+	p->slow_since = p->slow_sum = 0;
+	return true;
 }
 
 /* Runs the inline writes at the head of head..*tail (n requests), queues
@@ -379,7 +428,7 @@ static bool inline_now(struct iopool *p, const struct repl_io *head)
 static void run_inline(struct iopool *p, struct repl_io *head, struct repl_io **tail, unsigned n)
 {
 	struct repl_io *done = head, **dtail = &done, *io;
-	uint64_t took;
+	uint64_t took, slow_ns;
 
 	while (head && inline_write(head)) {
 		io = head;
@@ -387,13 +436,14 @@ static void run_inline(struct iopool *p, struct repl_io *head, struct repl_io **
 		n--;
 		io->result = exec(p, io, &took);	/* took 0 under the simulator */
 		dtail = &io->next;
-		if (took > INLINE_SLOW_NS) {
+		if (took > INLINE_SLOW_NS && slow_inline(p, took, &slow_ns)) {
 			/* the rest go to the workers, and later batches too */
 			p->inline_off_until = now_mono_ns() + INLINE_OFF_NS;
-			log_info("[%s] a write took %llu ms on the loop thread: writes go to "
-				 "the workers for %llu s", p->name,
-				 (unsigned long long)(took / 1000000),
-				 (unsigned long long)(INLINE_OFF_NS / 1000000000));
+			__atomic_store_n(&p->fast_streak, 0, __ATOMIC_RELAXED);
+			log_info("[%s] a write took %llu ms on the loop thread (slow ones: %llu ms "
+				 "in the last second): writes go to the workers until they are fast "
+				 "again", p->name, (unsigned long long)(took / 1000000),
+				 (unsigned long long)(slow_ns / 1000000));
 			break;
 		}
 	}

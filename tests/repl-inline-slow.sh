@@ -8,8 +8,10 @@
 # off for vol0 (the log says so); vol1's 200 writes then go through while
 # vol0's 8 writes are still crawling, both volumes hold what was written,
 # and the log names vol0's slow disk (a request over 1 s, once per 10 s)
-# but not vol1's (300 ms writes, later).  Then io-inline = no in vol1's section: after a restart its
-# slow writes never reach the loop (no such log line for it).
+# but not vol1's (300 ms writes, later).  With the disk fast again, vol0's
+# writes come back to the loop thread after 64 fast ones on the workers.
+# Then io-inline = no in vol1's section: after a restart its slow writes
+# never reach the loop (no such log line for it).
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -37,7 +39,7 @@ for ((i = 0; i < 8; i++)); do cmds+=("write -P 0x41 $((i * 4096)) 4k"); done
 QIO_TIMEOUT=60 qio "$NBD_URI" "${cmds[@]}" >"$TESTDIR/vol0.out" 2>&1 &
 slow=$!
 track_pid "$slow"
-wait_log replagentd 10 '\[vol0\] a write took [0-9]+ ms on the loop thread: writes go to the workers' ||
+wait_log replagentd 10 '\[vol0\] a write took [0-9]+ ms on the loop thread( .*)?: writes go to the workers' ||
 	fail "vol0's slow write on the loop thread did not turn inline writes off"
 log "vol0's first slow write turned its inline writes off"
 
@@ -55,6 +57,18 @@ qio "$VOL1_URI" "read -P 0x42 0 800k" >/dev/null || fail "vol1 does not hold its
 grep -q '\[vol1\] a write took' "$LOGF" && fail "vol1's writes were slow on the loop thread"
 n=$(grep -c -E '\[vol0\] the disk took [0-9]{4,} ms for a write of 4096 bytes at [0-9]+$' "$LOGF")
 [ "$n" = 1 ] || fail "vol0's slow disk logged $n time(s) in 8 s, not once: $(grep 'the disk took' "$LOGF")"
+
+# vol0's disk is fast again: once its workers have done 64 fast writes in
+# a row, its small writes run on the loop thread again (and not before:
+# its 7 slow writes after the first went to the workers).
+back='\[vol0\] small writes run on the loop thread again'
+grep -q -E "$back" "$LOGF" && fail "vol0's writes went back to the loop thread while its disk was slow"
+cmds=()
+for ((i = 0; i < 100; i++)); do cmds+=("write -P 0x44 $((i * 4096)) 4k"); done
+qio "$NBD_URI" "${cmds[@]}" >/dev/null || fail "vol0's writes on a disk fast again"
+wait_log replagentd 10 "$back" || fail "vol0's small writes did not come back to the loop thread"
+qio "$NBD_URI" "read -P 0x44 0 400k" >/dev/null || fail "vol0 does not hold its last writes"
+log "vol0's small writes came back to the loop thread once its workers were fast"
 
 # io-inline = no: vol1's writes never run on the loop thread.
 stop_replagentd
