@@ -240,6 +240,7 @@ static void *worker_main(void *arg)
 	struct repl_io *io;
 	bool counted;
 
+	repl__on_worker = true;
 	pthread_mutex_lock(&p->lock);
 	for (;;) {
 		io = pop_queue(p);

@@ -112,9 +112,11 @@ void repl__batch_end(struct repl_engine *eng)
 	}
 }
 
+__thread bool repl__on_worker;
+
 bool repl__defer(struct repl_engine *eng, struct repl_deferred *d)
 {
-	if (!eng->batch_depth)
+	if (repl__on_worker || !eng->batch_depth)
 		return false;
 	if (!d->queued) {
 		d->queued = true;

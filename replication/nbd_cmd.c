@@ -144,12 +144,38 @@ bool repl__nbd_window_open_locked(const struct nbd_conn *c)
 	       c->out_backlog <= OUT_BACKLOG_MAX;
 }
 
-/* Any thread: answers the request (or drops it on a dead connection). */
+/* Sends what the socket takes of the queued replies, and leaves the loop
+ * what is left to do (a full socket, room in the window, a close).
+ * Called with c->lock held. */
+static void replies_flush_locked(struct nbd_conn *c)
+{
+	bool was_closed = !repl__nbd_window_open_locked(c);
+
+	repl__nbd_flush_locked(c);
+	if ((c->out_head && !(c->events & POLLOUT)) ||
+	    (was_closed && repl__nbd_window_open_locked(c)) ||
+	    (c->read_closed && c->inflight == 0) || c->dead)
+		repl__nbd_conn_notify_locked(c);
+}
+
+void repl__nbd_replies_send(void *conn)
+{
+	struct nbd_conn *c = conn;
+
+	pthread_mutex_lock(&c->lock);
+	if (!c->dead)
+		replies_flush_locked(c);
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Any thread: answers the request (or drops it on a dead connection).  In
+ * a batch on the loop thread (the acknowledgements one read of a replica
+ * link brought, the writes done inline) the reply goes out with the
+ * batch's others, at its end: one sendmsg for all of them. */
 static void req_done(struct repl_io *io)
 {
 	struct nbd_req *req = (struct nbd_req *)io;
 	struct nbd_conn *c = req->conn;
-	bool was_closed, wake;
 
 	if (io->result < 0)
 		plog_errno(LOG_WARNING, c->vol->name, -io->result,
@@ -157,19 +183,15 @@ static void req_done(struct repl_io *io)
 			   (unsigned long long)io->offset);
 	repl__stats_io(&c->vol->stats, io->op, io->len, req->start_ns, io->result);
 	pthread_mutex_lock(&c->lock);
-	was_closed = !repl__nbd_window_open_locked(c);
 	if (c->dead) {
 		repl__nbd_req_out_free(&req->out);
-		wake = c->inflight == 0;
+		if (c->inflight == 0)
+			repl__nbd_conn_notify_locked(c);
 	} else {
 		req_reply(req, errno_to_nbd(-io->result));
-		repl__nbd_flush_locked(c);
-		wake = (c->out_head && !(c->events & POLLOUT)) ||
-		       (was_closed && repl__nbd_window_open_locked(c)) ||
-		       (c->read_closed && c->inflight == 0) || c->dead;
+		if (!repl__defer(c->eng, &c->replies))
+			replies_flush_locked(c);
 	}
-	if (wake)
-		repl__nbd_conn_notify_locked(c);
 	pthread_mutex_unlock(&c->lock);
 }
 

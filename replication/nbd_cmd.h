@@ -20,6 +20,9 @@ void repl__nbd_req_start(struct nbd_conn *c, struct nbd_req *req);
 /* Frees the request whose reply m is and takes it out of the window.
  * Called with c->lock held, or when no other thread can hold it. */
 void repl__nbd_req_out_free(struct outmsg *m);
+/* Loop thread, at the end of a batch (c->replies): sends the replies its
+ * requests queued. */
+void repl__nbd_replies_send(void *conn);
 /* Room in the window for more requests.  Called with c->lock held. */
 bool repl__nbd_window_open_locked(const struct nbd_conn *c);
 

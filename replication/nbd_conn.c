@@ -303,6 +303,7 @@ static void conn_update(struct nbd_conn *c)
 
 static void conn_free(struct nbd_conn *c)
 {
+	repl__undefer(c->eng, &c->replies);
 	repl__timer_del(c->eng, &c->hs_timer);
 	while (c->out_head)
 		repl__nbd_out_pop(c);
@@ -548,6 +549,7 @@ int repl__nbd_conn_new(struct repl_engine *eng, int fd, const struct nbd_source 
 	c->active_ms = now_mono_ms();
 	c->out_tail = &c->out_head;
 	c->events = POLLIN;
+	c->replies = (struct repl_deferred){ .fn = repl__nbd_replies_send, .arg = c };
 	pthread_mutex_init(&c->lock, NULL);
 	if (repl__fd_add(eng, fd, POLLIN, conn_event, c) < 0) {
 		pthread_mutex_destroy(&c->lock);

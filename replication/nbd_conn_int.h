@@ -73,6 +73,8 @@ struct nbd_conn {
 	bool registered;		/* fd is in the loop */
 	bool read_closed;		/* EOF, DISC, ABORT or stopping */
 	bool dead;			/* socket unusable: send nothing more */
+	/* Replies of a batch, sent at its end (nbd_cmd.c). Loop thread. */
+	struct repl_deferred replies;
 	struct nbd_tls *tls;		/* after NBD_OPT_STARTTLS (nbd_tls.c) */
 };
 

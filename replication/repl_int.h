@@ -228,8 +228,10 @@ void repl__listen_stop(struct repl_listen *ls);
 /* A batch is the work of one wake-up (an fd's handler: the requests one
  * read brought, the completions one eventfd announced).  What a module
  * defers runs once, when the outermost batch ends: link.c's sends, so that
- * the frames of a wake-up go out in one sendmsg.  Outside a batch nothing
- * is deferred (repl__defer() says false: do it now).  Loop thread only. */
+ * the frames of a wake-up go out in one sendmsg, and nbd_cmd.c's replies.
+ * Outside a batch nothing is deferred (repl__defer() says false: do it
+ * now).  Loop thread only, but for repl__defer(), which says false on a
+ * volume worker (a ->done that runs there, REPL_IO_DONE_ANY_THREAD). */
 struct repl_deferred {
 	struct repl_deferred *next;
 	void (*fn)(void *arg);
@@ -240,6 +242,8 @@ void repl__batch_begin(struct repl_engine *eng);
 void repl__batch_end(struct repl_engine *eng);
 /* Queues d (once) for the end of the batch: true; false outside one. */
 bool repl__defer(struct repl_engine *eng, struct repl_deferred *d);
+/* Set on iopool.c's worker threads. */
+extern __thread bool repl__on_worker;
 /* d will not run (its owner goes away). */
 void repl__undefer(struct repl_engine *eng, struct repl_deferred *d);
 
