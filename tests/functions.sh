@@ -525,12 +525,15 @@ qio() {
 	return 0
 }
 
-# qio_unflushed URI CMD: qemu-io's CMD on a raw NBD URI (-t unsafe) with no
-# FLUSH after it: qemu-io sends one when it closes the image, so it aborts
-# instead (its "abort" command) once CMD is acknowledged.  Output dropped;
-# the status is that of the abort.
+# qio_unflushed URI CMD...: qemu-io's CMDs on a raw NBD URI (-t unsafe) with
+# no FLUSH after them: qemu-io sends one when it closes the image, so it
+# aborts instead (its "abort" command) once they are acknowledged.  Output
+# dropped; the status is that of the abort.
 qio_unflushed() {
-	(timeout "$QIO_TIMEOUT" qemu-io -f raw -t unsafe -c "$2" -c abort "$1") >/dev/null 2>&1
+	local uri=$1 c args=()
+	shift
+	for c in "$@"; do args+=(-c "$c"); done
+	(timeout "$QIO_TIMEOUT" qemu-io -f raw -t unsafe "${args[@]}" -c abort "$uri") >/dev/null 2>&1
 }
 
 # qio_batch URI CMDS: like qio with newline-separated commands, quiet: on
