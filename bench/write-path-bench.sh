@@ -5,7 +5,7 @@
 # this machine over 127.0.0.1 (2r, 3r), and 2r with the Secondary on its own
 # CPU (2r-pin: Secondary on CPU 1, Primary and client on CPU 0).  Rows, each
 # a time-based fio run (nbd engine, libnbd, Unix socket) on a 1 GiB volume
-# written full of random data first:
+# written full of random data first, then each 4 KiB page once more (fill()):
 #   4k randwrite QD1: IOPS, mean latency
 #   4k randwrite QD32: IOPS
 #   1M write QD8: MB/s
@@ -33,7 +33,8 @@
 # HALTPOLL_NS=N (root, a KVM guest) sets the idle vCPUs' halt polling for
 # the run and puts it back after; the header prints it either way.
 # Knobs: RUNTIME [5] seconds per fio run; SERVERS ["nbdkit qemu-nbd 1r 2r
-# 3r 2r-pin"]; JOBS ["qd1 qd32 seq sync"]; VOLSIZE [1G]; PINGPONG [build/bench/pingpong].  The machine
+# 3r 2r-pin"]; JOBS ["qd1 qd32 seq sync"]; VOLSIZE [1G]; WARM [1] (see
+# fill()); PINGPONG [build/bench/pingpong].  The machine
 # is shared with the client and every replica: the load average before and
 # after is printed, and the numbers move with it.
 # shellcheck source=tests/functions.sh
@@ -84,11 +85,27 @@ cpu_idle() { awk '/^cpu / { t = 0; for (i = 2; i <= NF; i++) t += $i; print $5, 
 # image got into the page cache matters (a file written in large requests
 # sits in large folios, and ext4's write_begin walks every block of the
 # folio on each 4k write into it: several times the cost of the write).
+# Then every 4 KiB page is written once more, in random order, through the
+# server (fio's random map: each block once), and written back: every job
+# starts with the whole volume in the page cache, in 4 KiB pages, the same
+# for every server.  Without it, a job's first write to each page allocates
+# it, and on a VM that hands freed pages back to the host (virtio-balloon
+# free page reporting) that costs a host fault in the copy (perf: the copy
+# into the page cache took 30-37% of 2r's CPU at QD32, 8% of 1r's): a
+# server that did fewer writes in its run paid it on more of them.
+# WARM=0 leaves that pass out.
 fill() {
 	qemu-img convert -n -f raw -O raw -t none "$TESTDIR/random.img" "$1" ||
 		fail "cannot fill $1"
 	sync "${SRV_FILES[@]}"
 	drop_cache
+	if [ "${WARM:-1}" = 1 ]; then
+		"${CLIENT_CPU[@]}" fio --name=warm --ioengine=nbd --uri="$1" --rw=randwrite \
+			--bs=4k --iodepth=32 --size="$VOLSIZE" --output-format=terse \
+			>/dev/null 2>"$TESTDIR/fio.err" ||
+			fail "cannot write $1 over: $(tail -n 3 "$TESTDIR/fio.err")"
+		sync "${SRV_FILES[@]}"
+	fi
 }
 
 # drop_cache: written-back pages out of the page cache (as root).

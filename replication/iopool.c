@@ -22,14 +22,15 @@
  * but flushes queued or running, nothing done and not collected), the
  * writes at the head of what the batch submitted run right there on the
  * loop thread, and their ->done runs after them, in a batch of its own,
- * as the workers' completions do (complete()).  Only writes that cannot wait for the
- * disk in the page cache's normal course: whole 4 KiB pages (no read of a
- * partial page), at most 64 KiB, not FUA; never a read (a miss waits for
- * the disk), a flush, a trim or a call.  Writes over INLINE_SLOW_NS
- * (dirty pages throttled, a journal full, a slow disk) that add up to
- * INLINE_SLOW_SUM_NS within INLINE_SLOW_WINDOW_NS (a single one of a
- * slow disk does) turn inline writes off on that pool for INLINE_OFF_NS:
- * a slow disk then stalls its workers, not the loop every volume shares.
+ * as the workers' completions do (complete()).  Only writes that cannot
+ * wait for the disk in the page cache's normal course: whole 4 KiB pages
+ * (no read of a partial page), at most 64 KiB, not FUA; never a read (a
+ * miss waits for the disk), a flush, a trim or a call.  Writes over
+ * INLINE_SLOW_NS (dirty pages throttled, a journal full, a slow disk)
+ * that add up to INLINE_SLOW_SUM_NS within INLINE_SLOW_WINDOW_NS (a
+ * single one of a slow disk does) turn inline writes off on that pool
+ * for INLINE_OFF_NS: a slow disk then stalls its workers, not the loop
+ * every volume shares.
  * They come back once INLINE_OFF_NS has passed and the workers have done
  * INLINE_FAST_STREAK such writes in a row each under INLINE_SLOW_NS: a
  * disk that still hangs keeps them off (before, a write tried inline
@@ -378,10 +379,10 @@ static void enqueue(struct iopool *p, struct repl_io *head, struct repl_io **tai
  * covers the writes done before its submission (pool_mark), so one done
  * inline after it is just not covered; and a Secondary's fdatasync, every
  * few hundred writes and milliseconds long, would otherwise send every
- * write to the workers while it runs.  A worker that has just handed its completion
- * over counts as done, though it has not gone back to waiting yet:
- * otherwise the next write, at QD1, finds it so, goes to a worker too,
- * and so on. */
+ * write to the workers while it runs.  A worker that has just handed its
+ * completion over counts as done, though it has not gone back to waiting
+ * yet: otherwise the next write, at QD1, finds it so, goes to a worker
+ * too, and so on. */
 static bool inline_now(struct iopool *p, const struct repl_io *head)
 {
 	bool idle;

@@ -15,7 +15,8 @@
  * flush drops what it covers; a lost link ORs what is left into the peer's
  * bitmap, before the peer is recorded Outdated, so the next resync copies
  * those regions again.  To keep the set small without a flush per write,
- * the Primary sends a FLUSH of its own when a peer has more than
+ * the Primary sends a FLUSH of its own (to the peers only, not to its own
+ * disk: replicate.c, unfl_flush()) when a peer has more than
  * UNFL_MAX_REGIONS regions pending or its oldest is older than
  * UNFL_MAX_AGE_MS; guest FLUSHes empty the set as well.  FUA writes are
  * durable on the peer when acknowledged and are not kept.  In memory only:
