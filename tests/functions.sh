@@ -1281,6 +1281,28 @@ promote() {
 	log "$n is Primary"
 }
 
+# recover_pair LOST OTHER: after LOST (Primary) crashed: starts LOST,
+# waits (30 s) until it is Secondary and connected to OTHER, asks it to be
+# Primary again and, if it refuses (a fine answer when it lost power),
+# promotes OTHER; then waits (60 s) until the Primary sees the other in
+# sync.  Sets RECOVERED_PRIMARY and RECOVERED_OTHER.
+recover_pair() {
+	local lost=$1 other=$2 out
+	start_node "$lost"
+	wait_status "$lost" 30 "v[\"role\"] == \"Secondary\" and p[\"$other\"][\"link\"] == \"Connected\"" ||
+		fail "$lost did not come back connected"
+	if out=$(ra_cli "$lost" promote "$CLUSTER_VOL" 2>&1); then
+		RECOVERED_PRIMARY=$lost RECOVERED_OTHER=$other
+		log "$lost was promoted again"
+	else
+		log "$lost refused: $out"
+		RECOVERED_PRIMARY=$other RECOVERED_OTHER=$lost
+		promote "$other"
+	fi
+	wait_status "$RECOVERED_PRIMARY" 60 "p[\"$RECOVERED_OTHER\"][\"link\"] == \"Connected\" and p[\"$RECOVERED_OTHER\"][\"out_of_sync_bytes\"] == 0 and p[\"$RECOVERED_OTHER\"][\"peer_disk\"] == \"UpToDate\"" ||
+		fail "$RECOVERED_OTHER did not get in sync with $RECOVERED_PRIMARY"
+}
+
 # start_pair A B: starts nodes A and B of the cluster_config, waits (30 s)
 # until A sees B connected with nothing out of sync, and promotes A: the
 # start of most two-node tests.

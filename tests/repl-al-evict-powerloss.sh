@@ -52,19 +52,8 @@ faultdisk_log | grep -q "^cache ${NODE_BACKING[a]}" ||
 	hard_error "the shim held none of a's writes: nothing to test"
 log "a lost power after 21 unflushed writes, extent 0 evicted from its activity log"
 
-start_node a
-wait_status a 30 'v["role"] == "Secondary" and p["b"]["link"] == "Connected"' ||
-	fail "a did not come back connected"
-if out=$(ra_cli a promote "$CLUSTER_VOL" 2>&1); then
-	primary=a other=b
-	log "a was promoted again"
-else
-	log "a refused: $out"
-	primary=b other=a
-	promote b
-fi
-wait_status "$primary" 60 "p[\"$other\"][\"link\"] == \"Connected\" and p[\"$other\"][\"out_of_sync_bytes\"] == 0 and p[\"$other\"][\"peer_disk\"] == \"UpToDate\"" ||
-	fail "$other did not get in sync with $primary"
+recover_pair a b
+primary=$RECOVERED_PRIMARY
 cmds=("read -P 0x70 0 4k")
 for ((e = 1; e <= 20; e++)); do cmds+=("read -P $((0x70 + e)) $((e * EXT)) 4k"); done
 qio_batch "${NODE_NBD_URI[$primary]}" "$(printf "%s\n" "${cmds[@]}")" ||

@@ -33,19 +33,8 @@ faultdisk_log | grep -q "^cache ${NODE_BACKING[a]}" ||
 	hard_error "a flushed its writes: nothing to test"
 log "a lost power with unflushed writes it had acknowledged"
 
-start_node a
-wait_status a 30 'v["role"] == "Secondary" and p["b"]["link"] == "Connected"' ||
-	fail "a did not come back connected"
-if out=$(ra_cli a promote "$CLUSTER_VOL" 2>&1); then
-	primary=a other=b
-	log "a was promoted again"
-else
-	log "a refused: $out"
-	primary=b other=a
-	promote b
-fi
-wait_status "$primary" 60 "p[\"$other\"][\"link\"] == \"Connected\" and p[\"$other\"][\"out_of_sync_bytes\"] == 0 and p[\"$other\"][\"peer_disk\"] == \"UpToDate\"" ||
-	fail "$other did not get in sync with $primary"
+recover_pair a b
+primary=$RECOVERED_PRIMARY
 qio_batch "${NODE_NBD_URI[$primary]}" "read -P 0x61 1M 4M" ||
 	fail "the writes a acknowledged before its power loss are gone from $primary"
 stop_node b
