@@ -169,10 +169,12 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 		slow_disk(p, io, t, t0 + t);
 	if (took)
 		*took = t;
-	else if (t0 && inline_write(io) && t < INLINE_SLOW_NS)
-		__atomic_add_fetch(&p->fast_streak, 1, __ATOMIC_RELAXED);
-	else if (t0 && inline_write(io))
-		__atomic_store_n(&p->fast_streak, 0, __ATOMIC_RELAXED);
+	else if (t0 && inline_write(io)) {	/* one off the loop: the streak */
+		if (t < INLINE_SLOW_NS)
+			__atomic_add_fetch(&p->fast_streak, 1, __ATOMIC_RELAXED);
+		else
+			__atomic_store_n(&p->fast_streak, 0, __ATOMIC_RELAXED);
+	}
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
 	if (r < 0 && io->op == REPL_IO_FLUSH)
