@@ -27,6 +27,20 @@
 
 #define EXT_BYTES (UINT64_C(1) << AL_EXTENT_SHIFT)
 
+/* A bit that was set already changes no page (meta_bitmap_needs_flush()
+ * stays false), yet it may be set only in memory: an earlier write set it
+ * and the running flush is still writing its page.  A write acknowledged before that flush ends would be
+ * unknown to the recovery after a crash. */
+uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
+			     uint64_t len)
+{
+	if (meta_bitmap_needs_flush(vol->meta))
+		return vol->bm_started + 1;
+	if (vol->bm_flushing && meta_bits_in_flush(vol->meta, bitmap, offset, len))
+		return vol->bm_started;
+	return 0;
+}
+
 int repl__al_open(struct repl_volume *vol, unsigned extents)
 {
 	return al_new(extents ? extents : AL_EXTENTS_DEFAULT, &vol->al);

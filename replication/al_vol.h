@@ -12,6 +12,11 @@ struct vwrite;
 /* The set for a volume opened with al-extents extents (0: the default);
  * -EINVAL out of bounds, -ENOMEM. */
 int repl__al_open(struct repl_volume *vol, unsigned extents);
+/* The bitmap flush (numbered as replicate.c numbers them) after which
+ * bits just set in bitmap for [offset, offset + len) are on disk, 0 if
+ * they are already. */
+uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
+			     uint64_t len);
 void repl__al_free(struct repl_volume *vol);
 /* Before w writes anything: 1 if it must wait for a slot (the caller
  * queues it and calls again after repl__al_end() says a slot is free),

@@ -204,12 +204,8 @@ void repl__rep_apply(struct peer *p, uint64_t seq, enum repl_io_op op,
 		repl__peer_drop(p, "out of memory");
 		return;
 	}
-	if (changes_data(op) && !(seq & (UINT64_C(1) << 63)))
-		repl__recent_note(vol, seq, offset, len);
-	/* a region this replica is verifying against its Primary: compared
-	 * again (verify.c) */
 	if (changes_data(op))
-		repl__verify_note_write(vol, offset, len);
+		vol->eng->write_obs->applying(vol, seq, offset, len);
 	a->p = p;
 	a->mem = mem;
 	a->conn_id = p->conn_id;

@@ -13,6 +13,53 @@
 #include "repl_int.h"
 #include "resize.h"
 
+/* The tables through which files low in the engine tell or ask those
+ * above them (repl_int.h): only this file names both sides. */
+static void writing(struct repl_volume *vol, uint64_t off, uint64_t len)
+{
+	repl__rs_note_write(vol, off, len);
+	repl__verify_note_write(vol, off, len);
+}
+
+static void applying(struct repl_volume *vol, uint64_t seq, uint64_t off, uint64_t len)
+{
+	if (!(seq & (UINT64_C(1) << 63)))
+		repl__recent_note(vol, seq, off, len);
+	/* a region this replica is verifying against its Primary: compared
+	 * again */
+	repl__verify_note_write(vol, off, len);
+}
+
+static const struct repl_write_observers write_obs = {
+	.writing = writing,		/* resync.c, verify.c */
+	.applying = applying,		/* recent.c, verify.c */
+	.missed = repl__rs_note_failed,		/* resync.c */
+	.peer_failed = repl__rep_peer_failed_write,	/* outdate.c */
+};
+
+static int promote(struct repl_volume *vol, bool handed_over, char *why, size_t len)
+{
+	return repl__volume_promote(vol, false, handed_over, why, len);
+}
+
+static void drop_clients(struct repl_volume *vol)
+{
+	repl__nbd_conns_drop_volume(vol->eng, vol);
+}
+
+static uint64_t clients_max_size(const struct repl_volume *vol)
+{
+	return repl__nbd_clients_max_size(vol->eng, vol);
+}
+
+static const struct repl_upcalls upcalls = {
+	.promote = promote,			/* role.c */
+	.demote = repl_volume_demote,
+	.io = repl__volume_io,			/* gate.c */
+	.drop_clients = drop_clients,		/* nbd_conn.c */
+	.clients_max_size = clients_max_size,
+};
+
 int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 {
 	struct repl_engine *eng;
@@ -26,7 +73,8 @@ int repl_engine_new(const struct repl_loop *loop, struct repl_engine **out)
 	eng->loop = *loop;
 	eng->nbd_clients_max = REPL_NBD_CLIENTS_MAX_DEFAULT;
 	eng->changed_first = repl__resize_changed;
-	eng->peer_failed_write = repl__rep_peer_failed_write;
+	eng->write_obs = &write_obs;
+	eng->up = &upcalls;
 	r = repl__nbd_notify_new(eng);
 	if (r < 0) {
 		free(eng);

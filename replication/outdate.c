@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbt.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -368,4 +369,34 @@ void repl__volume_start_over(struct repl_volume *vol, const char *why)
 		repl__peer_retry(vol->peers[i]);
 	}
 	repl__changed(vol);
+}
+
+/* Forgets this replica's data history: no generations, no bitmaps (the
+ * activity log included), Secondary and Inconsistent, so that the next
+ * connection gives it a full resync.  For data that is to be replaced
+ * (a step down, the loser of a split brain).  0 or -errno. */
+int repl__volume_make_blank(struct repl_volume *vol)
+{
+	struct meta_super sb = *meta_get(vol->meta);
+	int r;
+
+	sb.role = REPL_SECONDARY;
+	sb.gen_current = 0;
+	memset(sb.gen_history, 0, sizeof(sb.gen_history));
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		sb.peers[i].bitmap_gen = 0;
+	sb.disk_state = META_INCONSISTENT;
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		meta_bits_clear_range(vol->meta, i, 0, vol->size);
+	r = meta_update(vol->meta, &sb);
+	if (r == 0)
+		r = meta_bitmap_flush(vol->meta);
+	else	/* blank here all the same: with the old generations a peer
+		 * would resync only its own bitmap onto data that holds writes
+		 * it never had (a stepped-down Primary's, never acknowledged) */
+		meta_assume(vol->meta, &sb);
+	repl__cbt_forget(vol, "this replica forgot its data (a full resync replaces it)");
+	vol->role = REPL_SECONDARY;
+	vol->disk_state = GEN_DISK_INCONSISTENT;
+	return r;
 }

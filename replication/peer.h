@@ -217,10 +217,6 @@ bool repl__peer_up(const struct peer *p);
  * (acknowledgements to expect) or -errno. */
 int repl__peer_send_io(struct peer *p, struct vwrite *w);
 int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
-/* replicate.c: the bitmap flush after which bits just set in bitmap for
- * [offset, offset + len) are on disk, 0 if they are already. */
-uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
-			     uint64_t len);
 /* Our role, disk and generation; with outdated, a notice that it is now
  * Outdated (the receiver records it and confirms with a STATE). */
 int repl__peer_send_state(struct peer *p, const struct peer *outdated);
@@ -249,7 +245,6 @@ void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side
 void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g);
 
 /* replicate.c: called by peer.c */
-void repl__rep_peer_up(struct peer *p, enum gen_decision d);
 void repl__rep_ack(struct peer *p, uint64_t seq, int result);
 /* outdate.c: called by peer.c */
 void repl__rep_peer_down(struct peer *p);
@@ -257,7 +252,7 @@ void repl__rep_peer_down(struct peer *p);
 void repl__rep_outdate_confirmed(struct peer *p, uint64_t token);
 /* p is back before its outdate was confirmed: its new generation now. */
 void repl__rep_gen_catch_up(struct peer *p);
-/* outdate.c: replicate.c's observer (repl_engine.peer_failed_write).
+/* outdate.c: replicate.c's observer (repl_write_observers.peer_failed).
  * p, in sync, failed a write of ours that we acknowledge without it. */
 void repl__rep_peer_failed_write(struct peer *p);
 /* outdate.c: called by role.c.  Just promoted: the peers away now are
@@ -267,13 +262,16 @@ void repl__rep_outdate_absent(struct repl_volume *vol);
 /* outdate.c: called by volume.c.  Shutting down: a peer lost now is not
  * outdated; held writes go. */
 void repl__rep_close(struct repl_volume *vol);
-/* replicate.c: called by volume.c */
+/* replicate.c: called by gate.c (reads also by resync.c and verify.c) */
 void repl__rep_io(struct repl_volume *vol, struct repl_io *io);
+void repl__rep_read(struct repl_volume *vol, struct repl_io *io);
 bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Starts the periodic sweep of the activity log (a Primary's). */
 void repl__rep_intent_start(struct repl_volume *vol);
-/* Without quorum: keep io until quorum returns (or the volume steps down). */
+/* Without quorum: keep io until quorum returns (or the volume steps down),
+ * when gate.c takes them all back, in order. */
 void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
+struct repl_io *repl__rep_take_held(struct repl_volume *vol);
 
 /* peer_unflushed.c: regions p acknowledged since the last flush it
  * confirmed.  note: p acknowledged a plain write of the range; true when

@@ -67,6 +67,40 @@ struct repl_io {
 
 struct peer;
 
+/* What the write path (replicate.c, apply.c) tells the modules above it
+ * (resync.c, verify.c, recent.c, outdate.c): it names none of them.
+ * engine.c's table; every entry is set. */
+struct repl_write_observers {
+	/* A write of this Primary's own is about to change [off, off + len)
+	 * here (and on its peers). */
+	void (*writing)(struct repl_volume *vol, uint64_t off, uint64_t len);
+	/* This replica is about to apply a write over [off, off + len) that
+	 * came from a peer: its Primary's number seq, or a resync block's
+	 * (the top bit set). */
+	void (*applying)(struct repl_volume *vol, uint64_t seq, uint64_t off, uint64_t len);
+	/* p lacks [off, off + len) from now on, and its bitmap says so: it
+	 * failed our write there, or ours failed and the range is to be
+	 * resynced from us.  A resync copy of the range already sent does
+	 * not make it whole. */
+	void (*missed)(struct peer *p, uint64_t off, uint64_t len);
+	/* p, in sync, failed a write of ours, which completes without it
+	 * once this returns (outdate.c records it first). */
+	void (*peer_failed)(struct peer *p);
+};
+
+/* What modules low in the engine ask of those above them: the migration
+ * window (window.c) takes the role and gives it up (role.c), lets the
+ * writes it held go on (gate.c) and drops a volume's NBD clients
+ * (nbd_conn.c); resize.c asks the NBD server for the largest size its
+ * clients were told.  engine.c's table; every entry is set. */
+struct repl_upcalls {
+	int (*promote)(struct repl_volume *vol, bool handed_over, char *why, size_t len);
+	int (*demote)(struct repl_volume *vol, char *why, size_t len);
+	void (*io)(struct repl_volume *vol, struct repl_io *io);
+	void (*drop_clients)(struct repl_volume *vol);
+	uint64_t (*clients_max_size)(const struct repl_volume *vol);
+};
+
 struct repl_engine {
 	struct repl_loop loop;
 	struct repl_volume *volumes;
@@ -81,10 +115,8 @@ struct repl_engine {
 	/* The engine's own observer of repl__changed() (resize.c's), before
 	 * the caller's hooks.changed: set by repl_engine_new. */
 	void (*changed_first)(struct repl_volume *vol);
-	/* The engine's observer of a peer failing one of our writes
-	 * (outdate.c's), called by replicate.c before that write completes:
-	 * set by repl_engine_new. */
-	void (*peer_failed_write)(struct peer *p);
+	const struct repl_write_observers *write_obs;
+	const struct repl_upcalls *up;
 	bool stopping;
 	/* loop.c's batches: how deep, and what waits for the end */
 	unsigned batch_depth;
@@ -298,16 +330,21 @@ void repl__iopool_set_before_write(struct iopool *pool,
 /* Waits for queued work, stops the threads, frees.  NULL ok. */
 void repl__iopool_free(struct iopool *pool);
 
-/* ---- volume.c ---- */
-/* Starts io against the local replica; io->done runs on the loop thread,
- * possibly before this returns (a read served from the page cache). */
+/* ---- gate.c ---- */
+/* Starts io against the volume: held, replicated or straight to the local
+ * replica; io->done runs on the loop thread, possibly before this returns
+ * (a read served from the page cache). */
 void repl__volume_io(struct repl_volume *vol, struct repl_io *io);
+
+/* ---- volume.c ---- */
 /* Teardown in three steps, across all volumes in this order: disconnect
  * (replication stops), quiesce (queued I/O finishes, ->done runs, workers
  * stop), free. */
 void repl__volume_disconnect(struct repl_volume *vol);
 void repl__volume_quiesce(struct repl_volume *vol);
 void repl__volume_free(struct repl_volume *vol);
+/* outdate.c: forgets this replica's data history (a full resync replaces
+ * it).  0 or -errno. */
 int repl__volume_make_blank(struct repl_volume *vol);
 /* repl_volume_promote(), saying whether the role came by a live
  * migration's HANDOVER (the cluster's claim says so). */

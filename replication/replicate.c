@@ -24,6 +24,9 @@
 #include "sys.h"
 #include "util.h"
 
+/* Reads up to this size try the page cache on the loop thread first. */
+#define INLINE_READ_MAX (64 * 1024)
+
 /* ---- bitmap flushes: one at a time, numbered ------------------------------- */
 
 /* Flushes are numbered from 1 as they begin.  A write that needs the bits
@@ -146,22 +149,6 @@ static void bm_wait_for(struct repl_volume *vol, struct vwrite *w, uint64_t need
 	bm_flush_start(vol);
 }
 
-/* The flush after which the bits just set in bitmap for io's range are
- * durable, or 0 if they are already.  A bit that was set already changes
- * no page (meta_bitmap_needs_flush() stays false), yet it may be set only
- * in memory: an earlier write set it and the running flush is still
- * writing its page.  A write acknowledged before that flush ends would be
- * unknown to the recovery after a crash. */
-uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
-			     uint64_t len)
-{
-	if (meta_bitmap_needs_flush(vol->meta))
-		return vol->bm_started + 1;
-	if (vol->bm_flushing && meta_bits_in_flush(vol->meta, bitmap, offset, len))
-		return vol->bm_started;
-	return 0;
-}
-
 static uint64_t bm_need(struct repl_volume *vol, unsigned bitmap, const struct repl_io *io)
 {
 	return repl__bm_need_range(vol, bitmap, io->offset, io->len);
@@ -276,13 +263,13 @@ static bool local_failed(struct repl_volume *vol, struct vwrite *w)
 		/* A resync copy of the range taken before now must not clear
 		 * the bit when its flush is acknowledged: the peer may apply
 		 * this write after it (sim seed 2374). */
-		repl__rs_note_failed(vol->peers[i], w->io->offset, w->io->len);
+		vol->eng->write_obs->missed(vol->peers[i], w->io->offset, w->io->len);
 	}
 	if (need)
 		bm_wait_for(vol, w, need);
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		if (peer_takes_writes(vol->peers[i]))
-			repl__rs_more(vol->peers[i]);
+			vol->peers[i]->hooks->rs_more(vol->peers[i]);
 	return true;
 }
 
@@ -532,8 +519,7 @@ static void rep_io(struct repl_volume *vol, struct repl_io *io, bool peers_only)
 		vol->writes->vprev = w;
 	vol->writes = w;
 	if (io_changes_data(io->op)) {
-		repl__rs_note_write(vol, io->offset, io->len);
-		repl__verify_note_write(vol, io->offset, io->len);
+		vol->eng->write_obs->writing(vol, io->offset, io->len);
 		/* The activity log: the extents are recorded as being
 		 * written, durably, before any replica writes them (al_vol.c);
 		 * writes waiting for a slot keep their order. */
@@ -648,9 +634,8 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 				   "peer %s failed a write at %llu", p->node,
 				   (unsigned long long)w->io->offset);
 		/* Recorded before this write can complete (outdate.c). */
-		if (vol->eng->peer_failed_write)
-			vol->eng->peer_failed_write(p);
-		repl__rs_note_failed(p, w->io->offset, w->io->len);
+		vol->eng->write_obs->peer_failed(p);
+		vol->eng->write_obs->missed(p, w->io->offset, w->io->len);
 		need = mark_missing(p->vol, p->idx, w->io);
 		if (need)
 			bm_wait_for(p->vol, w, need);
@@ -658,7 +643,7 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 		 * back now, not at its next handshake. */
 		if (vol->role == REPL_PRIMARY && peer_takes_writes(p) &&
 		    meta_bits_count(vol->meta, p->idx))
-			repl__rs_more(p);
+			p->hooks->rs_more(p);
 	}
 	vwrite_put(w);
 	if (kick)
@@ -695,23 +680,6 @@ void repl__rep_unacked_lost(struct peer *p)
 	}
 }
 
-void repl__rep_peer_up(struct peer *p, enum gen_decision d)
-{
-	switch (d) {
-	case GEN_SOURCE_BITMAP:
-	case GEN_SOURCE_FULL:
-		repl__rs_start_source(p, d == GEN_SOURCE_FULL);
-		break;
-	case GEN_TARGET_BITMAP:
-	case GEN_TARGET_FULL:
-		repl__rs_start_target(p);
-		break;
-	default:
-		p->link = REPL_LINK_CONNECTED;
-		break;
-	}
-}
-
 /* ---- quorum ---------------------------------------------------------------- */
 
 void repl__rep_hold(struct repl_volume *vol, struct repl_io *io)
@@ -721,7 +689,7 @@ void repl__rep_hold(struct repl_volume *vol, struct repl_io *io)
 	vol->held_tail = &io->next;
 }
 
-static struct repl_io *take_held(struct repl_volume *vol)
+struct repl_io *repl__rep_take_held(struct repl_volume *vol)
 {
 	struct repl_io *io = vol->held_head;
 
@@ -730,27 +698,28 @@ static struct repl_io *take_held(struct repl_volume *vol)
 	return io;
 }
 
-void repl_volume_set_quorate(struct repl_volume *vol, bool quorate)
+/* What only reads this replica (gate.c): held like everything while a
+ * Primary with peers lacks quorum, since another node may be promoted
+ * meanwhile and our data be stale.  A small read the page cache holds is
+ * answered inline (RWF_NOWAIT never blocks); larger ones go to the
+ * workers, which copy and send them in parallel. */
+void repl__rep_read(struct repl_volume *vol, struct repl_io *io)
 {
-	struct repl_io *io, *next;
+	int r;
 
-	if (vol->quorate == quorate)
-		return;
-	vol->quorate = quorate;
-	if (!quorate) {
-		if (vol->role == REPL_PRIMARY && vol->n_peers)
-			plog(LOG_WARNING, vol->name, "partition lost quorum: I/O frozen "
-			     "until it returns");
-		repl__changed(vol);
+	if (vol->n_peers && vol->role == REPL_PRIMARY && !vol->quorate) {
+		repl__rep_hold(vol, io);
 		return;
 	}
-	plog(LOG_NOTICE, vol->name, "quorum is back: I/O resumes");
-	repl__rep_thaw(vol);
-	for (io = take_held(vol); io; io = next) {
-		next = io->next;
-		repl__volume_io(vol, io);
+	if (io->op == REPL_IO_READ && io->len <= INLINE_READ_MAX) {
+		r = repl__store_read_nowait(vol->fd, io);
+		if (r != -EAGAIN) {
+			io->result = r;
+			io->done(io);
+			return;
+		}
 	}
-	repl__changed(vol);
+	repl__iopool_submit(vol->pool, io);
 }
 
 void repl__rep_fail_frozen(struct repl_volume *vol, int err)
@@ -764,7 +733,7 @@ void repl__rep_fail_frozen(struct repl_volume *vol, int err)
 		w->result = err;
 		vwrite_finish(w);
 	}
-	for (io = take_held(vol); io; io = inext) {
+	for (io = repl__rep_take_held(vol); io; io = inext) {
 		inext = io->next;
 		io->result = err;
 		io->done(io);

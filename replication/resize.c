@@ -330,7 +330,7 @@ bool repl__resize_link_ok(struct peer *p, uint64_t peer_size, enum gen_decision 
 	struct repl_volume *vol = p->vol;
 	struct resize_link_in in = {
 		.local = vol->size, .peer = peer_size, .no_sync = d == GEN_NO_SYNC,
-		.clients_max = MAX(repl__nbd_clients_max_size(vol->eng, vol),
+		.clients_max = MAX(vol->eng->up->clients_max_size(vol),
 				   vol->local_client_size),
 	};
 	struct resize_link_verdict v = resize_link_decide(&in);

@@ -202,7 +202,7 @@ static void rs_issue(struct peer *p, struct resync *rs, uint64_t off, uint32_t l
 	q->next = rs->inflight;
 	rs->inflight = q;
 	rs->n_inflight++;
-	repl__volume_io(p->vol, &q->io);
+	repl__rep_read(p->vol, &q->io);
 }
 
 static void rs_retry(void *arg)

@@ -33,9 +33,6 @@ static const char *role_name(unsigned role)
 	return role == REPL_PRIMARY ? "Primary" : "Secondary";
 }
 
-struct repl_volume *repl_volume_first(struct repl_engine *eng) { return eng->volumes; }
-struct repl_volume *repl_volume_next(struct repl_volume *vol) { return vol->next; }
-
 static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 {
 	const struct repl_volume *vol = p->vol;

@@ -176,7 +176,7 @@ static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
 	q->next = v->inflight;
 	v->inflight = q;
 	v->n_inflight++;
-	repl__volume_io(vol, &q->io);
+	repl__rep_read(vol, &q->io);
 }
 
 static void verify_finish(struct verify *v)
@@ -426,7 +426,7 @@ void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_
 	a->io = (struct repl_io){ .op = REPL_IO_READ, .flags = REPL_IO_HOLE_CHECK, .offset = off,
 				  .len = len, .buf = a->io.buf, .done = vanswer_done };
 	if (!repl__writes_overlap(p->vol, off, len)) {
-		repl__volume_io(p->vol, &a->io);
+		repl__rep_read(p->vol, &a->io);
 		return;
 	}
 	/* A write to it is in flight here: the asker may already hold it,
@@ -458,7 +458,7 @@ static void answers_retry(void *arg)
 			continue;
 		}
 		*pp = a->next;
-		repl__volume_io(va->vol, &a->io);
+		repl__rep_read(va->vol, &a->io);
 	}
 	if (va->waiting)
 		repl__timer_add(va->vol->eng, VERIFY_RETRY_MS, answers_retry, va, &va->timer);

@@ -1,8 +1,6 @@
 /* volume.c: one volume as this node holds it: its backing store, its
- * metadata, its worker pool and its role.  It routes each I/O: reads that
- * the page cache can answer run inline (RWF_NOWAIT never blocks), the rest
- * go to the volume's workers.  Replication to peers hooks in here, below
- * the NBD server and above the store. */
+ * metadata, its worker pool and its role, opened and torn down, and the
+ * table that takes what its links report (gate.c routes its I/O). */
 #include "config.h"
 
 #include <errno.h>
@@ -26,7 +24,25 @@
 
 #define DEFAULT_IO_THREADS 8
 #define MAX_IO_THREADS 64
-#define INLINE_READ_MAX (64 * 1024)
+
+/* A link came up to carry data: the handshake's decision d starts a
+ * resync either way or finds the replicas in sync. */
+static void peer_up_data(struct peer *p, enum gen_decision d)
+{
+	switch (d) {
+	case GEN_SOURCE_BITMAP:
+	case GEN_SOURCE_FULL:
+		repl__rs_start_source(p, d == GEN_SOURCE_FULL);
+		break;
+	case GEN_TARGET_BITMAP:
+	case GEN_TARGET_FULL:
+		repl__rs_start_target(p);
+		break;
+	default:
+		p->link = REPL_LINK_CONNECTED;
+		break;
+	}
+}
 
 /* What a volume's links report, and which module takes it (peer.h): the
  * links (peer.c, peer_state.c) name none of these. */
@@ -50,7 +66,7 @@ static const struct peer_hooks engine_hooks = {
 	.link_ok = repl__resize_link_ok,
 	.ckpt = repl__cbt_on_msg,		/* cbt.c */
 	.checkpoints_up = repl__cbt_peer_up,
-	.up_data = repl__rep_peer_up,		/* replicate.c */
+	.up_data = peer_up_data,		/* above */
 	.authed = repl__rep_gen_catch_up,	/* outdate.c */
 	.outdate_confirmed = repl__rep_outdate_confirmed,
 	.changed = repl__changed,		/* loop.c */
@@ -472,14 +488,6 @@ void repl__volume_free(struct repl_volume *vol)
 	free(vol);
 }
 
-struct repl_volume *repl_volume_find(struct repl_engine *eng, const char *name)
-{
-	for (struct repl_volume *v = eng->volumes; v; v = v->next)
-		if (strcmp(v->name, name) == 0)
-			return v;
-	return NULL;
-}
-
 const char *repl_volume_name(const struct repl_volume *vol) { return vol->name; }
 uint64_t repl_volume_size(const struct repl_volume *vol) { return vol->size; }
 enum repl_role repl_volume_role(const struct repl_volume *vol) { return vol->role; }
@@ -509,78 +517,4 @@ void repl_volume_set_local_client(struct repl_volume *vol, uint64_t size)
 void repl_volume_uuid(const struct repl_volume *vol, char out[37])
 {
 	uuid_format(meta_get(vol->meta)->uuid, out);
-}
-
-
-/* What only looks at the local replica (a read, a read-ahead, a block
- * status lookup): it is not replicated and needs no role. */
-static bool io_reads(enum repl_io_op op)
-{
-	return op == REPL_IO_READ || op == REPL_IO_CACHE || op == REPL_IO_LOOKUP;
-}
-
-void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
-{
-	int r;
-
-	/* A Primary without quorum holds everything: another node may be
-	 * promoted meanwhile, and then even our reads would be stale. */
-	if (vol->n_peers && vol->role == REPL_PRIMARY && !vol->quorate) {
-		repl__rep_hold(vol, io);
-		return;
-	}
-	/* A Secondary's clients are a migration window's: their writes wait
-	 * for the role; a Primary handing the role over keeps new writes. */
-	if (!io_reads(io->op) && vol->n_peers) {
-		if (vol->role != REPL_PRIMARY) {
-			repl__window_io(vol, io);
-			return;
-		}
-		if (repl__handing_over(vol, io))
-			return;
-	}
-	/* Small cached reads are answered inline (no thread hop); large ones
-	 * go to the workers, which copy and send them in parallel. */
-	if (io->op == REPL_IO_READ && io->len <= INLINE_READ_MAX) {
-		r = repl__store_read_nowait(vol->fd, io);
-		if (r != -EAGAIN) {
-			io->result = r;
-			io->done(io);
-			return;
-		}
-	} else if (!io_reads(io->op) && vol->n_peers && vol->role == REPL_PRIMARY) {
-		repl__rep_io(vol, io);
-		return;
-	}
-	repl__iopool_submit(vol->pool, io);
-}
-
-/* Forgets this replica's data history: no generations, no bitmaps (the
- * activity log included), Secondary and Inconsistent, so that the next
- * connection gives it a full resync.  For data that is to be replaced
- * (a step down, the loser of a split brain).  0 or -errno. */
-int repl__volume_make_blank(struct repl_volume *vol)
-{
-	struct meta_super sb = *meta_get(vol->meta);
-	int r;
-
-	sb.role = REPL_SECONDARY;
-	sb.gen_current = 0;
-	memset(sb.gen_history, 0, sizeof(sb.gen_history));
-	for (unsigned i = 0; i < META_MAX_PEERS; i++)
-		sb.peers[i].bitmap_gen = 0;
-	sb.disk_state = META_INCONSISTENT;
-	for (unsigned i = 0; i < META_BITMAPS; i++)
-		meta_bits_clear_range(vol->meta, i, 0, vol->size);
-	r = meta_update(vol->meta, &sb);
-	if (r == 0)
-		r = meta_bitmap_flush(vol->meta);
-	else	/* blank here all the same: with the old generations a peer
-		 * would resync only its own bitmap onto data that holds writes
-		 * it never had (a stepped-down Primary's, never acknowledged) */
-		meta_assume(vol->meta, &sb);
-	repl__cbt_forget(vol, "this replica forgot its data (a full resync replaces it)");
-	vol->role = REPL_SECONDARY;
-	vol->disk_state = GEN_DISK_INCONSISTENT;
-	return r;
 }

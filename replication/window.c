@@ -108,7 +108,7 @@ static void ios_restart(struct repl_volume *vol, struct repl_io *io)
 {
 	for (struct repl_io *next; io; io = next) {
 		next = io->next;
-		repl__volume_io(vol, io);
+		vol->eng->up->io(vol, io);
 	}
 }
 
@@ -153,7 +153,7 @@ static void window_end(struct repl_volume *vol, int err, bool drop, const char *
 		plog(drop ? LOG_WARNING : LOG_NOTICE, vol->name, "migration window closed: %s%s",
 		     why, drop && vol->clients ? "; its NBD clients are dropped" : "");
 	if (drop)
-		repl__nbd_conns_drop_volume(vol->eng, vol);
+		vol->eng->up->drop_clients(vol);
 	repl__changed(vol);
 }
 
@@ -232,7 +232,7 @@ int repl__volume_admit(struct repl_volume *vol, char *why, size_t len)
 	}
 	r = guard(vol, false, why, len);
 	if (r == 0)
-		r = repl_volume_promote(vol, false, why, len);
+		r = vol->eng->up->promote(vol, false, why, len);
 	if (r < 0)
 		return r;
 	vol->auto_promoted = true;
@@ -294,7 +294,7 @@ static void take_role(struct repl_volume *vol, struct peer *p, const struct wire
 			plog(LOG_ERR, vol->name, "cannot record the generation of %s", p->node);
 	}
 	vol->seq = MAX(vol->seq, h->seq);
-	r = repl__volume_promote(vol, false, true, why, sizeof(why));
+	r = vol->eng->up->promote(vol, true, why, sizeof(why));
 	if (r < 0) {
 		plog(LOG_ERR, vol->name, "%s handed the Primary role over, but it cannot be "
 		     "taken here: %s", p->node, why);
@@ -361,7 +361,7 @@ static void partner_left_role(struct repl_volume *vol, struct window *w)
 	if (!vol->clients && !w->held_head)
 		return;
 	if (guard(vol, false, why, sizeof(why)) < 0 ||
-	    repl_volume_promote(vol, false, why, sizeof(why)) < 0) {
+	    vol->eng->up->promote(vol, false, why, sizeof(why)) < 0) {
 		plog(LOG_INFO, vol->name, "migration window: the Primary demoted; not "
 		     "promoting yet: %s", why);
 		return;
@@ -593,7 +593,7 @@ static void handover_finish(void *arg)
 	plog(LOG_NOTICE, vol->name, "handed the Primary role over to %s: Secondary now%s",
 	     p->node, vol->clients ? ", its NBD clients stay as the window's other side" : "");
 	if (vol->clients && !window_new(vol, p->idx, WINDOW_DEFAULT_TIMEOUT_S))
-		repl__nbd_conns_drop_volume(vol->eng, vol);
+		vol->eng->up->drop_clients(vol);
 	ios_restart(vol, ho_take(vol));
 	repl__changed(vol);
 }
@@ -622,7 +622,7 @@ static void auto_demote(void *arg)
 		repl__timer_add(vol->eng, 50, auto_demote, vol, &vol->auto_demote_timer);
 		return;
 	}
-	if (repl_volume_demote(vol, why, sizeof(why)) == 0)
+	if (vol->eng->up->demote(vol, why, sizeof(why)) == 0)
 		plog(LOG_NOTICE, vol->name, "auto-demoted: its last NBD client left");
 	else
 		plog(LOG_WARNING, vol->name, "cannot auto-demote: %s", why);
