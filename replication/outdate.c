@@ -357,7 +357,7 @@ void repl_volume_step_down(struct repl_volume *vol)
 
 void repl__volume_start_over(struct repl_volume *vol, const char *why)
 {
-	repl__window_free(vol);
+	repl__window_stop(vol);
 	repl__nbd_conns_drop_volume(vol->eng, vol);
 	if (repl__volume_make_blank(vol) < 0)
 		plog(LOG_ERR, vol->name, "cannot record that this replica starts over");

@@ -131,6 +131,7 @@ struct vol_listener;
 struct verify;
 struct recent;
 struct window;
+struct handover;
 struct resize;
 struct cbt;
 
@@ -213,16 +214,9 @@ struct repl_volume {
 
 	/* live migration and auto-promote (window.c) */
 	struct window *window;		/* Secondary: NBD clients allowed */
+	struct handover *ho;		/* Primary: handing over, auto-demote */
 	bool auto_promote;
-	bool auto_promoted;		/* demote after the last client */
 	bool handed_over;		/* while Primary: by a HANDOVER (window.c) */
-	void *auto_demote_timer;
-	int handover_to;		/* Primary: peer slot it hands over to, or -1 */
-	uint64_t handover_seq;		/* the TAKEOVER being answered */
-	void *handover_timer;
-	struct repl_io *ho_held_head, **ho_held_tail;	/* client writes meanwhile */
-	int ho_flush;			/* HO_FLUSH_*: the FLUSH it waits for */
-	uint64_t ho_flush_gen;		/* which handover that FLUSH is for */
 
 	struct repl__vstats stats;	/* monitoring counters (stats.h) */
 	struct cbt *cbt;		/* checkpoints (cbt.c) */
@@ -378,7 +372,13 @@ void repl__window_io(struct repl_volume *vol, struct repl_io *io);
 /* A Primary handing over keeps io (not a read) for later: true if kept. */
 bool repl__handing_over(struct repl_volume *vol, struct repl_io *io);
 void repl__window_clients_changed(struct repl_volume *vol);
+/* window.c's state of a volume, from its opening (0 or -ENOMEM) to its
+ * teardown (after repl__window_stop()). */
+int repl__window_new(struct repl_volume *vol);
 void repl__window_free(struct repl_volume *vol);
+/* Ends a window and a handover; their held writes fail (the volume
+ * closes, or starts over: outdate.c). */
+void repl__window_stop(struct repl_volume *vol);
 const char *repl__window_state(const struct repl_volume *vol);
 
 /* ---- nbd_validate.c: pure request checks ---- */

@@ -351,13 +351,11 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	vol->fd = -1;
 	vol->quorate = true;
 	vol->held_tail = &vol->held_head;
-	vol->ho_held_tail = &vol->ho_held_head;
-	vol->handover_to = -1;
 	vol->al_wait_tail = &vol->al_wait;
 	vol->auto_promote = cfg->auto_promote && cfg->n_peers;
 	vol->name = strdup(cfg->name);
 	vol->backing = strdup(cfg->backing);
-	if (!vol->name || !vol->backing) {
+	if (!vol->name || !vol->backing || repl__window_new(vol) < 0) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -437,7 +435,7 @@ fail:
 /* Stops replicating: held acknowledgements go, connections close. */
 void repl__volume_disconnect(struct repl_volume *vol)
 {
-	repl__window_free(vol);
+	repl__window_stop(vol);
 	repl__verify_free(vol);
 	repl__recent_free(vol);
 	repl__resize_stop(vol);
@@ -476,6 +474,7 @@ void repl__volume_free(struct repl_volume *vol)
 	meta_close(vol->meta);
 	repl__al_free(vol);
 	repl__apply_free(vol);
+	repl__window_free(vol);
 	repl__cbt_free(vol->cbt);
 	if (vol->fd >= 0)
 		repl__sys->close(vol->fd);

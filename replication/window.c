@@ -52,6 +52,18 @@ struct window {
 	struct repl_io *held_head, **held_tail;	/* client writes waiting */
 };
 
+/* A Primary's side: the TAKEOVER it is answering, and auto-demote. */
+struct handover {
+	int to;				/* the asker's peer slot, or -1 */
+	uint64_t seq;			/* its TAKEOVER's */
+	void *timer;
+	struct repl_io *held_head, **held_tail;	/* client writes meanwhile */
+	int flush;			/* HO_FLUSH_*: the FLUSH it waits for */
+	uint64_t flush_gen;		/* which handover that FLUSH is for */
+	bool auto_promoted;		/* demote after the last client */
+	void *auto_demote_timer;
+};
+
 static void window_tick(void *arg);
 
 /* ---- small helpers ------------------------------------------------------ */
@@ -235,7 +247,7 @@ int repl__volume_admit(struct repl_volume *vol, char *why, size_t len)
 		r = vol->eng->up->promote(vol, false, why, len);
 	if (r < 0)
 		return r;
-	vol->auto_promoted = true;
+	vol->ho->auto_promoted = true;
 	plog(LOG_NOTICE, vol->name, "auto-promoted for an NBD client");
 	return 0;
 }
@@ -302,7 +314,7 @@ static void take_role(struct repl_volume *vol, struct peer *p, const struct wire
 		window_end(vol, -EIO, true, "the takeover failed");
 		return;
 	}
-	vol->auto_promoted = vol->auto_promote;
+	vol->ho->auto_promoted = vol->auto_promote;
 	plog(LOG_NOTICE, vol->name, "took the Primary role over from %s (live migration)",
 	     p->node);
 	window_end(vol, 0, false, NULL);
@@ -366,7 +378,7 @@ static void partner_left_role(struct repl_volume *vol, struct window *w)
 		     "promoting yet: %s", why);
 		return;
 	}
-	vol->auto_promoted = vol->auto_promote;
+	vol->ho->auto_promoted = vol->auto_promote;
 	plog(LOG_NOTICE, vol->name, "took the Primary role for the migration's clients "
 	     "(%s had demoted)", vol->peers[w->partner]->node);
 	ios_restart(vol, held_take(w));
@@ -426,7 +438,7 @@ static void window_tick(void *arg)
 static void handover_finish(void *arg);
 
 /* The FLUSH a handover sends through the write path before the role goes
- * (vol->ho_flush): */
+ * (struct handover's flush): */
 enum { HO_FLUSH_NONE, HO_FLUSH_RUNNING, HO_FLUSH_DONE, HO_FLUSH_FAILED };
 
 struct ho_flush {
@@ -439,9 +451,10 @@ static void ho_flush_done(struct repl_io *io)
 {
 	struct ho_flush *f = (struct ho_flush *)io;
 	struct repl_volume *vol = f->vol;
+	struct handover *h = vol->ho;
 
-	if (f->gen == vol->ho_flush_gen && vol->ho_flush == HO_FLUSH_RUNNING)
-		vol->ho_flush = io->result < 0 ? HO_FLUSH_FAILED : HO_FLUSH_DONE;
+	if (f->gen == h->flush_gen && h->flush == HO_FLUSH_RUNNING)
+		h->flush = io->result < 0 ? HO_FLUSH_FAILED : HO_FLUSH_DONE;
 	free(f);
 }
 
@@ -449,8 +462,10 @@ static void ho_flush_done(struct repl_io *io)
  * its (it may not cover writes since). */
 static void ho_flush_forget(struct repl_volume *vol)
 {
-	vol->ho_flush = HO_FLUSH_NONE;
-	vol->ho_flush_gen++;
+	struct handover *h = vol->ho;
+
+	h->flush = HO_FLUSH_NONE;
+	h->flush_gen++;
 }
 
 int repl__takeover_verdict(const struct takeover_view *v)
@@ -469,12 +484,13 @@ int repl__takeover_verdict(const struct takeover_view *v)
 void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags)
 {
 	struct repl_volume *vol = p->vol;
+	struct handover *h = vol->ho;
 	struct takeover_view v = {
 		.primary = vol->role == REPL_PRIMARY,
 		.quorate = vol->quorate,
 		.frozen = vol->freeze > 0,
 		.asker_in_sync = peer_in_sync(p),
-		.busy = vol->handover_to >= 0 || repl__verify_running(vol),
+		.busy = h->to >= 0 || repl__verify_running(vol),
 		.soft = flags & WIRE_TO_SOFT,
 		.clients = vol->clients,
 	};
@@ -484,40 +500,45 @@ void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags)
 		send_handover(p, seq, err);
 		return;
 	}
-	vol->handover_to = (int)p->idx;
-	vol->handover_seq = seq;
+	h->to = (int)p->idx;
+	h->seq = seq;
 	ho_flush_forget(vol);
 	plog(LOG_NOTICE, vol->name, "%s asks for the Primary role%s: new writes wait, "
 	     "the ones in flight finish", p->node, flags & WIRE_TO_SOFT ? " (no client here)" : "");
-	repl__timer_add(vol->eng, 0, handover_finish, vol, &vol->handover_timer);
+	repl__timer_add(vol->eng, 0, handover_finish, vol, &h->timer);
 }
 
 /* Writes of our clients while we hand over wait for the outcome. */
 bool repl__handing_over(struct repl_volume *vol, struct repl_io *io)
 {
-	if (vol->handover_to < 0 || io->op == REPL_IO_READ)
+	struct handover *h = vol->ho;
+
+	if (h->to < 0 || io->op == REPL_IO_READ)
 		return false;
 	io->next = NULL;
-	*vol->ho_held_tail = io;
-	vol->ho_held_tail = &io->next;
+	*h->held_tail = io;
+	h->held_tail = &io->next;
 	return true;
 }
 
 static struct repl_io *ho_take(struct repl_volume *vol)
 {
-	struct repl_io *io = vol->ho_held_head;
+	struct handover *h = vol->ho;
+	struct repl_io *io = h->held_head;
 
-	vol->ho_held_head = NULL;
-	vol->ho_held_tail = &vol->ho_held_head;
+	h->held_head = NULL;
+	h->held_tail = &h->held_head;
 	return io;
 }
 
 static void handover_abort(struct repl_volume *vol, const char *why)
 {
+	struct handover *h = vol->ho;
+
 	plog(LOG_WARNING, vol->name, "handing over aborted: %s", why);
-	vol->handover_to = -1;
+	h->to = -1;
 	ho_flush_forget(vol);
-	repl__timer_del(vol->eng, &vol->handover_timer);
+	repl__timer_del(vol->eng, &h->timer);
 	ios_restart(vol, ho_take(vol));
 }
 
@@ -525,21 +546,22 @@ static void handover_abort(struct repl_volume *vol, const char *why)
 static void handover_finish(void *arg)
 {
 	struct repl_volume *vol = arg;
+	struct handover *h = vol->ho;
 	struct peer *p;
 	struct meta_super sb;
 
-	vol->handover_timer = NULL;
-	if (vol->handover_to < 0)
+	h->timer = NULL;
+	if (h->to < 0)
 		return;
-	p = vol->peers[vol->handover_to];
+	p = vol->peers[h->to];
 	if (!peer_in_sync(p) || vol->role != REPL_PRIMARY) {
 		if (repl__peer_up(p))
-			send_handover(p, vol->handover_seq, -ESTALE);
+			send_handover(p, h->seq, -ESTALE);
 		handover_abort(vol, "the asker is no longer in sync");
 		return;
 	}
 	if (vol->writes || vol->bm_flushing) {
-		repl__timer_add(vol->eng, 1, handover_finish, vol, &vol->handover_timer);
+		repl__timer_add(vol->eng, 1, handover_finish, vol, &h->timer);
 		return;
 	}
 	/* What we acknowledged as Primary goes to disk first, here and on
@@ -552,44 +574,44 @@ static void handover_finish(void *arg)
 	 * us (seed 10922).  A FLUSH through the write path: each peer's ack
 	 * empties its unflushed set, one that cannot flush is dropped and
 	 * outdated as for a guest's FLUSH.  Rare enough to wait for here. */
-	if (vol->ho_flush == HO_FLUSH_NONE) {
+	if (h->flush == HO_FLUSH_NONE) {
 		struct ho_flush *f = calloc(1, sizeof(*f));
 
 		if (!f) {
-			send_handover(p, vol->handover_seq, -ENOMEM);
+			send_handover(p, h->seq, -ENOMEM);
 			handover_abort(vol, "out of memory");
 			return;
 		}
 		f->vol = vol;
-		f->gen = vol->ho_flush_gen;
+		f->gen = h->flush_gen;
 		f->io.op = REPL_IO_FLUSH;
 		f->io.done = ho_flush_done;
-		vol->ho_flush = HO_FLUSH_RUNNING;
+		h->flush = HO_FLUSH_RUNNING;
 		repl__rep_io(vol, &f->io);
 	}
-	if (vol->ho_flush == HO_FLUSH_RUNNING) {
-		repl__timer_add(vol->eng, 1, handover_finish, vol, &vol->handover_timer);
+	if (h->flush == HO_FLUSH_RUNNING) {
+		repl__timer_add(vol->eng, 1, handover_finish, vol, &h->timer);
 		return;
 	}
-	if (vol->ho_flush == HO_FLUSH_FAILED) {
+	if (h->flush == HO_FLUSH_FAILED) {
 		plog(LOG_ERR, vol->name, "flushing the replicas before handing over failed");
-		send_handover(p, vol->handover_seq, -EIO);
+		send_handover(p, h->seq, -EIO);
 		handover_abort(vol, "cannot flush the backing");
 		return;
 	}
 	sb = *meta_get(vol->meta);
 	sb.role = REPL_SECONDARY;
 	if (meta_update(vol->meta, &sb) < 0) {
-		send_handover(p, vol->handover_seq, -EIO);
+		send_handover(p, h->seq, -EIO);
 		handover_abort(vol, "cannot write the metadata");
 		return;
 	}
 	vol->role = REPL_SECONDARY;
-	vol->auto_promoted = false;
-	vol->handover_to = -1;
+	h->auto_promoted = false;
+	h->to = -1;
 	ho_flush_forget(vol);
 	repl__peers_tell_state(vol);	/* before the answer: the asker sees us Secondary */
-	send_handover(p, vol->handover_seq, 0);
+	send_handover(p, h->seq, 0);
 	plog(LOG_NOTICE, vol->name, "handed the Primary role over to %s: Secondary now%s",
 	     p->node, vol->clients ? ", its NBD clients stay as the window's other side" : "");
 	if (vol->clients && !window_new(vol, p->idx, WINDOW_DEFAULT_TIMEOUT_S))
@@ -604,7 +626,7 @@ void repl__window_peer_down(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 
-	if (vol->handover_to == (int)p->idx)
+	if (vol->ho->to == (int)p->idx)
 		handover_abort(vol, "the link to the asker is gone");
 	if (vol->window && vol->window->partner == p->idx && vol->role != REPL_PRIMARY)
 		window_end(vol, -EIO, true, "the link to the Primary is gone");
@@ -613,41 +635,66 @@ void repl__window_peer_down(struct peer *p)
 static void auto_demote(void *arg)
 {
 	struct repl_volume *vol = arg;
+	struct handover *h = vol->ho;
 	char why[160];
 
-	vol->auto_demote_timer = NULL;
-	if (vol->clients || vol->role != REPL_PRIMARY || !vol->auto_promoted)
+	h->auto_demote_timer = NULL;
+	if (vol->clients || vol->role != REPL_PRIMARY || !h->auto_promoted)
 		return;
-	if (vol->writes || vol->handover_to >= 0) {
-		repl__timer_add(vol->eng, 50, auto_demote, vol, &vol->auto_demote_timer);
+	if (vol->writes || h->to >= 0) {
+		repl__timer_add(vol->eng, 50, auto_demote, vol, &h->auto_demote_timer);
 		return;
 	}
 	if (vol->eng->up->demote(vol, why, sizeof(why)) == 0)
 		plog(LOG_NOTICE, vol->name, "auto-demoted: its last NBD client left");
 	else
 		plog(LOG_WARNING, vol->name, "cannot auto-demote: %s", why);
-	vol->auto_promoted = false;
+	h->auto_promoted = false;
 }
 
 void repl__window_clients_changed(struct repl_volume *vol)
 {
-	if (vol->clients == 0 && vol->auto_promoted && !vol->auto_demote_timer)
-		repl__timer_add(vol->eng, 0, auto_demote, vol, &vol->auto_demote_timer);
+	struct handover *h = vol->ho;
+
+	if (vol->clients == 0 && h->auto_promoted && !h->auto_demote_timer)
+		repl__timer_add(vol->eng, 0, auto_demote, vol, &h->auto_demote_timer);
+}
+
+int repl__window_new(struct repl_volume *vol)
+{
+	struct handover *h = calloc(1, sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	h->to = -1;
+	h->held_tail = &h->held_head;
+	vol->ho = h;
+	return 0;
 }
 
 void repl__window_free(struct repl_volume *vol)
 {
+	free(vol->ho);
+	vol->ho = NULL;
+}
+
+void repl__window_stop(struct repl_volume *vol)
+{
+	struct handover *h = vol->ho;
+
 	if (vol->window)
 		window_end(vol, -ESHUTDOWN, false, NULL);
-	repl__timer_del(vol->eng, &vol->handover_timer);
-	repl__timer_del(vol->eng, &vol->auto_demote_timer);
-	vol->handover_to = -1;
+	if (!h)
+		return;		/* its opening failed before repl__window_new() */
+	repl__timer_del(vol->eng, &h->timer);
+	repl__timer_del(vol->eng, &h->auto_demote_timer);
+	h->to = -1;
 	ios_fail(ho_take(vol), -ESHUTDOWN);
 }
 
 const char *repl__window_state(const struct repl_volume *vol)
 {
-	if (vol->handover_to >= 0)
+	if (vol->ho->to >= 0)
 		return "handing-over";
 	if (!vol->window)
 		return "none";
