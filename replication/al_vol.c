@@ -1,4 +1,5 @@
-/* al_vol.c: a Primary's activity log, 4 MiB extents in an LRU set (al.c),
+/* al_vol.c: a Primary's activity log, 4 MiB extents (vol->al_shift) in an
+ * LRU set (al.c),
  * kept durable in the metadata's write-intent bitmap (META_INTENT): an
  * extent in the set has all its bits set.  A write whose extents are in
  * the set starts at once, without I/O, unless the bitmap flush that
@@ -25,7 +26,6 @@
 #include "peer.h"
 #include "util.h"
 
-#define EXT_BYTES (UINT64_C(1) << AL_EXTENT_SHIFT)
 
 /* A bit that was set already changes no page (meta_bitmap_needs_flush()
  * stays false), yet it may be set only in memory: an earlier write set it
@@ -41,8 +41,11 @@ uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t 
 	return 0;
 }
 
-int repl__al_open(struct repl_volume *vol, unsigned extents)
+int repl__al_open(struct repl_volume *vol, unsigned extents, unsigned shift)
 {
+	vol->al_shift = shift ? shift : AL_EXTENT_SHIFT;
+	if (vol->al_shift < META_REGION_SHIFT_MIN || vol->al_shift > META_REGION_SHIFT_MAX)
+		return -EINVAL;
 	return al_new(extents ? extents : AL_EXTENTS_DEFAULT, &vol->al);
 }
 
@@ -52,18 +55,24 @@ void repl__al_free(struct repl_volume *vol)
 	vol->al = NULL;
 }
 
-static void w_extents(const struct vwrite *w, uint64_t *first, uint64_t *last)
+static uint64_t ext_bytes(const struct repl_volume *vol)
+{
+	return UINT64_C(1) << vol->al_shift;
+}
+
+static void w_extents(const struct repl_volume *vol, const struct vwrite *w, uint64_t *first,
+		      uint64_t *last)
 {
 	uint64_t len = w->io->len ? w->io->len : 1;
 
-	*first = w->io->offset >> AL_EXTENT_SHIFT;
-	*last = (w->io->offset + len - 1) >> AL_EXTENT_SHIFT;
+	*first = w->io->offset >> vol->al_shift;
+	*last = (w->io->offset + len - 1) >> vol->al_shift;
 }
 
 /* The flush after which extents first..last, just set, are on disk. */
 static uint64_t set_extents(struct repl_volume *vol, uint64_t first, uint64_t last)
 {
-	uint64_t off = first << AL_EXTENT_SHIFT, len = (last - first + 1) << AL_EXTENT_SHIFT;
+	uint64_t off = first << vol->al_shift, len = (last - first + 1) << vol->al_shift;
 
 	meta_bits_set_range(vol->meta, META_INTENT, off, len);
 	return repl__bm_need_range(vol, META_INTENT, off, len);
@@ -79,8 +88,8 @@ static bool intent_gone(struct repl_volume *vol, const struct vwrite *w, uint64_
 {
 	uint32_t shift = meta_get(vol->meta)->region_shift;
 	uint64_t len = w->io->len ? w->io->len : 1;
-	uint64_t from = MAX(w->io->offset, ext << AL_EXTENT_SHIFT);
-	uint64_t to = MIN(w->io->offset + len, (ext + 1) << AL_EXTENT_SHIFT);
+	uint64_t from = MAX(w->io->offset, ext << vol->al_shift);
+	uint64_t to = MIN(w->io->offset + len, (ext + 1) << vol->al_shift);
 
 	for (uint64_t r = from >> shift; r <= (to - 1) >> shift; r++)
 		if (!meta_bit_test(vol->meta, META_INTENT, r))
@@ -95,7 +104,7 @@ int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need)
 	int r;
 
 	*need = 0;
-	w_extents(w, &first, &last);
+	w_extents(vol, w, &first, &last);
 	if (last - first >= AL_SPAN_MAX) {
 		w->al_oversize = true;
 		vol->al_oversize++;
@@ -111,7 +120,7 @@ int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need)
 	if (r == AL_MISS) {
 		for (unsigned i = 0; i < t.n_evicted && !vol->al_oversize; i++)
 			meta_bits_clear_range(vol->meta, META_INTENT,
-					      t.evicted[i] << AL_EXTENT_SHIFT, EXT_BYTES);
+					      t.evicted[i] << vol->al_shift, ext_bytes(vol));
 		for (unsigned i = 0; i < t.n_added; i++)
 			al_set_tag(vol->al, t.added[i], set_extents(vol, t.added[i], t.added[i]));
 		repl__stats_inc(&vol->stats.al_transactions);
@@ -127,7 +136,7 @@ int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need)
 			al_set_tag(vol->al, e, tag);
 			repl__stats_inc(&vol->stats.al_transactions);
 		} else if (tag && tag <= vol->al_fail_max) {
-			tag = repl__bm_need_range(vol, META_INTENT, e << AL_EXTENT_SHIFT, EXT_BYTES);
+			tag = repl__bm_need_range(vol, META_INTENT, e << vol->al_shift, ext_bytes(vol));
 			al_set_tag(vol->al, e, tag);
 		}
 		if (tag > vol->bm_done)
@@ -144,11 +153,11 @@ static void oversize_done(struct repl_volume *vol)
 	uint64_t regions = meta_regions(vol->meta);
 	uint32_t shift = meta_get(vol->meta)->region_shift;
 
-	if (shift > AL_EXTENT_SHIFT)
+	if (shift > vol->al_shift)
 		return;
 	for (uint64_t r = meta_bit_next(vol->meta, META_INTENT, 0); r < regions;
 	     r = meta_bit_next(vol->meta, META_INTENT, r + 1))
-		if (!al_contains(vol->al, (r << shift) >> AL_EXTENT_SHIFT))
+		if (!al_contains(vol->al, (r << shift) >> vol->al_shift))
 			meta_bits_clear_range(vol->meta, META_INTENT, r << shift,
 					      UINT64_C(1) << shift);
 }
@@ -166,7 +175,7 @@ bool repl__al_end(struct repl_volume *vol, struct vwrite *w)
 	if (!w->al_held)
 		return false;
 	w->al_held = false;
-	w_extents(w, &first, &last);
+	w_extents(vol, w, &first, &last);
 	return al_end(vol->al, first, last) > 0;
 }
 
@@ -190,8 +199,8 @@ void repl__al_grown(struct repl_volume *vol, uint64_t old_size)
 
 	if (!vol->al || !old_size || vol->size <= old_size)
 		return;
-	first = (old_size - 1) >> AL_EXTENT_SHIFT;
-	last = (vol->size - 1) >> AL_EXTENT_SHIFT;
+	first = (old_size - 1) >> vol->al_shift;
+	last = (vol->size - 1) >> vol->al_shift;
 	for (uint64_t e = first; e <= last; e++)
 		if (al_contains(vol->al, e))
 			al_set_tag(vol->al, e, set_extents(vol, e, e));

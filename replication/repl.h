@@ -98,6 +98,11 @@ struct repl_volume_config {
 	/* Activity-log extents of 4 MiB a Primary keeps hot (DRBD's
 	 * al-extents); 0: the default, 1237. */
 	unsigned al_extents;
+	/* For the simulator's 1 MiB volumes (tests/sim), which would
+	 * otherwise be one extent; the daemon leaves both 0: log2 of a new
+	 * replica's bitmap region (0: 16, 64 KiB) and of an activity-log
+	 * extent (0: 22, 4 MiB; not smaller than a region). */
+	unsigned region_shift, al_extent_shift;
 	/* Where repl_volume_add says, for people, why it failed (the daemon
 	 * shows it in status and goes on with its other volumes); NULL: only
 	 * the log says. */

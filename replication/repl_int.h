@@ -175,6 +175,7 @@ struct repl_volume {
 	/* the activity log: its extent set, writes waiting for a slot in it,
 	 * and trims too large for it in flight (al_vol.c, replicate.c) */
 	struct al *al;
+	unsigned al_shift;		/* log2 of an extent's bytes */
 	struct vwrite *al_wait, **al_wait_tail;
 	void *al_timer;
 	unsigned al_oversize;

@@ -104,7 +104,7 @@ static int volume_new_meta(struct repl_volume *vol, const char *path,
 	else if ((r = meta_generate_uuid(sb.uuid)) < 0)
 		return r;
 	sb.size = vol->size;
-	sb.region_shift = 16;
+	sb.region_shift = cfg->region_shift ? cfg->region_shift : META_REGION_SHIFT_DEFAULT;
 	sb.role = cfg->n_peers ? REPL_SECONDARY : REPL_PRIMARY;
 	sb.disk_state = had_data && cfg->n_peers ? META_INCONSISTENT : META_UPTODATE;
 	sb.gen_current = cfg->n_peers ? 0 : meta_new_gen();
@@ -359,7 +359,7 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 		r = -ENOMEM;
 		goto fail;
 	}
-	r = repl__al_open(vol, cfg->al_extents);
+	r = repl__al_open(vol, cfg->al_extents, cfg->al_extent_shift);
 	if (r < 0) {
 		if (r == -EINVAL)
 			add_error(cfg, "al-extents %u is out of range (%u to %u)", cfg->al_extents,
@@ -399,6 +399,12 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = volume_open_meta(vol, cfg->meta, cfg, had_backing || vol->blockdev);
 	if (r < 0)
 		goto fail;
+	if (vol->al_shift < meta_get(vol->meta)->region_shift) {
+		add_error(cfg, "activity-log extents of 2^%u bytes are smaller than the "
+			  "bitmap's regions", vol->al_shift);
+		r = -EINVAL;
+		goto fail;
+	}
 	vol->role = meta_get(vol->meta)->role ? REPL_PRIMARY : REPL_SECONDARY;
 	vol->disk_state = disk_from_meta(meta_get(vol->meta)->disk_state);
 	r = repl__iopool_new(eng, threads, vol->fd, vol->blockdev, vol->name, &vol->pool);

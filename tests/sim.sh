@@ -12,8 +12,10 @@
 # (tests/sim-inline.sh) the EIO profile with --inline (the writes a batch
 # hands an idle pool run at the batch's end, on the loop thread, as the
 # daemon runs them: iopool.c) over SIM_INLINE_RUNS seeds (default 2000)
-# against tests/sim/known-failures-inline.  11,100 seeds in all (the
-# sanitizer build: 500).  Fails on
+# against tests/sim/known-failures-inline; with SIM_PROFILE=small-al
+# (tests/sim-small-al.sh) the EIO profile with --small-al (4 KiB regions,
+# 16 activity-log extents of 16 KiB: writes evict) over SIM_AL_RUNS seeds
+# (default 1000).  12,100 seeds in all (the sanitizer build: 600).  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
@@ -48,6 +50,14 @@ inline)
 	label="sim (EIO, inline writes)"
 	runs_plain=${SIM_INLINE_RUNS:-2000}
 	runs_san=${SIM_INLINE_RUNS:-100}
+	;;
+small-al)
+	known=$top/tests/sim/known-failures-small-al
+	regress=$top/tests/sim/regressions-small-al
+	profile=(--small-al)
+	label="sim (EIO, small activity log)"
+	runs_plain=${SIM_AL_RUNS:-1000}
+	runs_san=${SIM_AL_RUNS:-100}
 	;;
 split-brain)
 	known=$top/tests/sim/known-failures-split-brain

@@ -24,6 +24,7 @@ int side[SIM_NODES];
 int cm_primary = -1;
 unsigned failovers;
 uint64_t cm_size = VOL_SIZE;
+bool small_al;
 static bool cm_outdated[SIM_NODES];
 static bool seen[SIM_NODES][SIM_NODES];
 static bool bootstrapped;
@@ -202,6 +203,8 @@ int node_start(int i)
 		.io_threads = 1, .node = node_name(i), .listen_host = node_name(i),
 		.listen_port = "7000", .key = key, .key_len = sizeof(key),
 		.outdate_timeout_ms = 0, .uuid = vol_uuid,
+		.region_shift = small_al ? 12 : 0, .al_extent_shift = small_al ? 14 : 0,
+		.al_extents = small_al ? 16 : 0,
 	};
 	struct repl_hooks h = hooks_tmpl;
 	int r;

@@ -469,6 +469,8 @@ int main(int argc, char **argv)
 			sim_tracing = true;
 		} else if (!strcmp(a, "--inline")) {
 			sim_inline = true;
+		} else if (!strcmp(a, "--small-al")) {
+			small_al = true;
 		} else if (!strcmp(a, "--no-eio")) {
 			no_eio = true;
 		} else if (!strcmp(a, "--split-brain")) {
@@ -494,7 +496,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: replsim --seed N [--trace] | --runs K [--from S] "
 				"[-j J]  [--failovers F] [--time MS] [--no-eio | --split-brain] "
-				"[--inline]\n");
+				"[--inline] [--small-al]\n");
 			return 2;
 		}
 	}

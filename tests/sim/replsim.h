@@ -27,6 +27,10 @@ extern unsigned n_replicas;
 extern int side[SIM_NODES];
 extern int cm_primary;
 extern unsigned failovers, max_failovers;
+/* --small-al: 4 KiB bitmap regions and 16 activity-log extents of 16 KiB,
+ * so that the 1 MiB volume's 64 extents do not fit and writes evict
+ * (the default 4 MiB extent holds the whole volume). */
+extern bool small_al;
 extern uint64_t cm_size;	/* the volume's size as the cluster defines it */
 
 const char *node_name(int i);
