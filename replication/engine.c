@@ -1,6 +1,7 @@
 /* engine.c: the engine object: the loop it was given, its volumes, its NBD
- * listeners and connections, and the clean stop that drains them.  The
- * fd and timer helpers on that loop are loop.c's. */
+ * listeners and connections, the clean stop that drains them, and the
+ * tables through which the engine's lower files report up.  The fd and
+ * timer helpers on that loop are loop.c's. */
 #include "config.h"
 
 #include <errno.h>
@@ -23,7 +24,7 @@ static void writing(struct repl_volume *vol, uint64_t off, uint64_t len)
 
 static void applying(struct repl_volume *vol, uint64_t seq, uint64_t off, uint64_t len)
 {
-	if (!(seq & (UINT64_C(1) << 63)))
+	if (!(seq & WIRE_RS_SEQ_BIT))	/* not a resync block */
 		repl__recent_note(vol, seq, off, len);
 	/* a region this replica is verifying against its Primary: compared
 	 * again */

@@ -39,7 +39,6 @@
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 10000
-#define RS_SEQ_BIT (UINT64_C(1) << 63)
 
 static struct peer *peer_by_name(struct repl_volume *vol, const char *node);
 static void schedule_reconnect(struct peer *p);
@@ -261,14 +260,14 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		on_range(p, m);
 		break;
 	case WIRE_FLUSH:
-		if (m->seq & RS_SEQ_BIT)
+		if (m->seq & WIRE_RS_SEQ_BIT)
 			p->hooks->rs_flush(p, m->seq);
 		else
 			p->hooks->apply(p, m->seq, REPL_IO_FLUSH, 0, 0, 0, NULL, NULL);
 		break;
 	case WIRE_WRITE_ACK:
 	case WIRE_FLUSH_ACK:
-		if (m->u.ack.seq & RS_SEQ_BIT)
+		if (m->u.ack.seq & WIRE_RS_SEQ_BIT)
 			p->hooks->rs_ack(p, m->u.ack.seq, -(int)m->u.ack.error);
 		else
 			p->hooks->ack(p, m->u.ack.seq, -(int)m->u.ack.error);

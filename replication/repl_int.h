@@ -76,7 +76,7 @@ struct repl_write_observers {
 	void (*writing)(struct repl_volume *vol, uint64_t off, uint64_t len);
 	/* This replica is about to apply a write over [off, off + len) that
 	 * came from a peer: its Primary's number seq, or a resync block's
-	 * (the top bit set). */
+	 * (WIRE_RS_SEQ_BIT set). */
 	void (*applying)(struct repl_volume *vol, uint64_t seq, uint64_t off, uint64_t len);
 	/* p lacks [off, off + len) from now on, and its bitmap says so: it
 	 * failed our write there, or ours failed and the range is to be

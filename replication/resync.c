@@ -38,7 +38,6 @@
 #define RS_WINDOW 16			/* regions in flight while the guest is idle */
 #define RS_WINDOW_BUSY 2		/* ... and while it writes */
 #define GUEST_BUSY_MS 200		/* a guest write this recent means busy */
-#define RS_SEQ_BIT (UINT64_C(1) << 63)
 #define RS_RETRY_MS 20
 #define RATE_WINDOW_MS 2000
 /* A flush of the acknowledged regions when this many bytes or this much
@@ -193,7 +192,7 @@ static void rs_issue(struct peer *p, struct resync *rs, uint64_t off, uint32_t l
 		return;
 	}
 	q->rs = rs;
-	q->seq = RS_SEQ_BIT | ++rs->seq;
+	q->seq = WIRE_RS_SEQ_BIT | ++rs->seq;
 	q->io.op = REPL_IO_READ;
 	q->io.flags = REPL_IO_HOLE_CHECK;
 	q->io.offset = off;
@@ -241,7 +240,7 @@ static bool rs_flush(struct peer *p, struct resync *rs, bool force)
 	if (!force && rs->acked_bytes < RS_FLUSH_BYTES &&
 	    now_mono_ms() - rs->acked_since_ms < RS_FLUSH_MS)
 		return true;
-	m.seq = RS_SEQ_BIT | ++rs->seq;
+	m.seq = WIRE_RS_SEQ_BIT | ++rs->seq;
 	rs->flushing = rs->acked;
 	rs->acked = NULL;
 	rs->acked_bytes = 0;

@@ -52,6 +52,9 @@
 /* A PING's seq with this bit is not a Primary's "writes below seq are
  * everywhere" but a token its PING_ACK echoes (recent.c's asks). */
 #define WIRE_PING_ECHO_BIT (UINT64_C(1) << 62)
+/* A seq with this bit is a resync's (RS_DATA, RS_FLUSH and their acks),
+ * numbered apart from the Primary's writes. */
+#define WIRE_RS_SEQ_BIT (UINT64_C(1) << 63)
 #define WIRE_DATA_FIXED 16		/* their fixed part before the data */
 #define WIRE_NAME_MAX 64		/* names on the wire, including NUL */
 #define WIRE_NONCE_LEN 32
