@@ -167,6 +167,10 @@ static void fault_ev(void *a, uint64_t b)
 	} else if (k < 60) {
 		if (!nodes[i].alive || !may_lose_primary(i))
 			return;
+		if (small_al && i == cm_primary && rnd_chance(500)) {
+			node_bounce(i);
+			return;
+		}
 		node_crash(i, (int)rnd_below(2));
 		sim_at(sim_now + dur, -1, restart_ev, NULL, (uint64_t)i);
 		sim_at(sim_now + 100 * SIM_MS + rnd_below(1500 * SIM_MS), -1, cm_tick, NULL, 0);

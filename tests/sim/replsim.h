@@ -29,7 +29,8 @@ extern int cm_primary;
 extern unsigned failovers, max_failovers;
 /* --small-al: 4 KiB bitmap regions and 16 activity-log extents of 16 KiB,
  * so that the 1 MiB volume's 64 extents do not fit and writes evict
- * (the default 4 MiB extent holds the whole volume). */
+ * (the default 4 MiB extent holds the whole volume); and half of the
+ * Primary's crashes are node_bounce()s. */
 extern bool small_al;
 extern uint64_t cm_size;	/* the volume's size as the cluster defines it */
 
@@ -37,6 +38,7 @@ const char *node_name(int i);
 bool quorate_side(int s);
 int node_start(int i);
 void node_crash(int i, int mode);
+void node_bounce(int i);
 void node_exit(int i);
 void cm_daemon_restarts(void);
 void cm_set_side(int i, int s);
