@@ -1,15 +1,14 @@
 /* al_vol.c: a Primary's activity log, 4 MiB extents (vol->al_shift) in an
- * LRU set (al.c),
- * kept durable in the metadata's write-intent bitmap (META_INTENT): an
- * extent in the set has all its bits set.  A write whose extents are in
- * the set starts at once, without I/O, unless the bitmap flush that
- * recorded one of them is still running (it then waits for that flush,
- * numbered as replicate.c numbers them).  A write that brings extents in
- * sets their bits and waits for the next flush (one pwrite of the changed
- * page and an fdatasync); the idle extents it evicts have their bits
- * cleared in memory, written by a later flush (a bit left set on disk
- * only makes a resync larger).  After a crash, volume.c moves the set
- * bits into every peer's bitmap, so the resync covers the set.
+ * LRU set (al.c), kept durable in the metadata's write-intent bitmap
+ * (META_INTENT): an extent in the set has all its bits set.  A write whose
+ * extents are in the set starts at once, without I/O, unless the bitmap
+ * flush that recorded one of them is still running (it then waits for that
+ * flush, numbered as replicate.c numbers them).  A write that brings
+ * extents in sets their bits and waits for the next flush (one pwrite of
+ * the changed page and an fdatasync); the idle extents it evicts have
+ * their bits cleared in memory, written by a later flush (a bit left set
+ * on disk only makes a resync larger).  After a crash, volume.c moves the
+ * set bits into every peer's bitmap, so the resync covers the set.
  *
  * A trim or zero spanning more than AL_SPAN_MAX extents does not use the
  * set: its extents' bits are set for its duration, and when no such write
@@ -26,11 +25,10 @@
 #include "peer.h"
 #include "util.h"
 
-
 /* A bit that was set already changes no page (meta_bitmap_needs_flush()
  * stays false), yet it may be set only in memory: an earlier write set it
- * and the running flush is still writing its page.  A write acknowledged before that flush ends would be
- * unknown to the recovery after a crash. */
+ * and the running flush is still writing its page.  A write acknowledged
+ * before that flush ends would be unknown to the recovery after a crash. */
 uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t offset,
 			     uint64_t len)
 {
@@ -44,8 +42,6 @@ uint64_t repl__bm_need_range(struct repl_volume *vol, unsigned bitmap, uint64_t 
 int repl__al_open(struct repl_volume *vol, unsigned extents, unsigned shift)
 {
 	vol->al_shift = shift ? shift : AL_EXTENT_SHIFT;
-	if (vol->al_shift < META_REGION_SHIFT_MIN || vol->al_shift > META_REGION_SHIFT_MAX)
-		return -EINVAL;
 	return al_new(extents ? extents : AL_EXTENTS_DEFAULT, &vol->al);
 }
 

@@ -10,7 +10,8 @@ struct repl_volume;
 struct vwrite;
 
 /* The set for a volume opened with al-extents extents of 2^shift bytes
- * (0: the defaults); -EINVAL out of bounds, -ENOMEM. */
+ * (0: the defaults; the caller checks shift against the regions once the
+ * metadata is open); -EINVAL for extents out of bounds, -ENOMEM. */
 int repl__al_open(struct repl_volume *vol, unsigned extents, unsigned shift);
 /* The bitmap flush (numbered as replicate.c numbers them) after which
  * bits just set in bitmap for [offset, offset + len) are on disk, 0 if

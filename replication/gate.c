@@ -43,13 +43,12 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 		repl__iopool_submit(vol->pool, io);
 		return;
 	}
-	/* A Primary without quorum holds everything: another node may be
-	 * promoted meanwhile.  A Secondary's clients are a migration
-	 * window's: their writes wait for the role; a Primary handing the
-	 * role over keeps new writes. */
-	if (vol->role == REPL_PRIMARY && !vol->quorate)
-		repl__rep_hold(vol, io);
-	else if (vol->role != REPL_PRIMARY)
+	/* A Primary without quorum holds everything.  A Secondary's clients
+	 * are a migration window's: their writes wait for the role; a
+	 * Primary handing the role over keeps new writes. */
+	if (repl__rep_hold(vol, io))
+		return;
+	if (vol->role != REPL_PRIMARY)
 		repl__window_io(vol, io);
 	else if (!repl__handing_over(vol, io))
 		repl__rep_io(vol, io);

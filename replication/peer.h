@@ -268,9 +268,10 @@ void repl__rep_read(struct repl_volume *vol, struct repl_io *io);
 bool repl__writes_overlap(const struct repl_volume *vol, uint64_t off, uint64_t len);
 /* Starts the periodic sweep of the activity log (a Primary's). */
 void repl__rep_intent_start(struct repl_volume *vol);
-/* Without quorum: keep io until quorum returns (or the volume steps down),
- * when gate.c takes them all back, in order. */
-void repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
+/* A Primary with peers but without quorum keeps io (true) until quorum
+ * returns (or the volume steps down), when gate.c takes them all back, in
+ * order; false: io may go on. */
+bool repl__rep_hold(struct repl_volume *vol, struct repl_io *io);
 struct repl_io *repl__rep_take_held(struct repl_volume *vol);
 
 /* peer_unflushed.c: regions p acknowledged since the last flush it

@@ -682,11 +682,16 @@ void repl__rep_unacked_lost(struct peer *p)
 
 /* ---- quorum ---------------------------------------------------------------- */
 
-void repl__rep_hold(struct repl_volume *vol, struct repl_io *io)
+bool repl__rep_hold(struct repl_volume *vol, struct repl_io *io)
 {
+	/* Another node may be promoted meanwhile, and our data (even what a
+	 * read would see) be stale. */
+	if (!vol->n_peers || vol->role != REPL_PRIMARY || vol->quorate)
+		return false;
 	io->next = NULL;
 	*vol->held_tail = io;
 	vol->held_tail = &io->next;
+	return true;
 }
 
 struct repl_io *repl__rep_take_held(struct repl_volume *vol)
@@ -699,18 +704,15 @@ struct repl_io *repl__rep_take_held(struct repl_volume *vol)
 }
 
 /* What only reads this replica (gate.c): held like everything while a
- * Primary with peers lacks quorum, since another node may be promoted
- * meanwhile and our data be stale.  A small read the page cache holds is
+ * Primary with peers lacks quorum.  A small read the page cache holds is
  * answered inline (RWF_NOWAIT never blocks); larger ones go to the
  * workers, which copy and send them in parallel. */
 void repl__rep_read(struct repl_volume *vol, struct repl_io *io)
 {
 	int r;
 
-	if (vol->n_peers && vol->role == REPL_PRIMARY && !vol->quorate) {
-		repl__rep_hold(vol, io);
+	if (repl__rep_hold(vol, io))
 		return;
-	}
 	if (io->op == REPL_IO_READ && io->len <= INLINE_READ_MAX) {
 		r = repl__store_read_nowait(vol->fd, io);
 		if (r != -EAGAIN) {

@@ -399,9 +399,11 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	r = volume_open_meta(vol, cfg->meta, cfg, had_backing || vol->blockdev);
 	if (r < 0)
 		goto fail;
-	if (vol->al_shift < meta_get(vol->meta)->region_shift) {
-		add_error(cfg, "activity-log extents of 2^%u bytes are smaller than the "
-			  "bitmap's regions", vol->al_shift);
+	if (vol->al_shift < meta_get(vol->meta)->region_shift ||
+	    vol->al_shift > META_REGION_SHIFT_MAX) {
+		add_error(cfg, "activity-log extents of 2^%u bytes: not between the "
+			  "bitmap's regions (2^%u) and 2^%u", vol->al_shift,
+			  meta_get(vol->meta)->region_shift, META_REGION_SHIFT_MAX);
 		r = -EINVAL;
 		goto fail;
 	}
