@@ -289,27 +289,18 @@ void node_exit(int i)
 }
 
 /* The daemon exits and starts again at once, before the cluster notices
- * (a fault of --small-al only): its host kept what it wrote, a Primary
- * comes back as Primary, and its peers take its activity log from it
- * (gen.c, rule 5a), the one resync whose extent follows the log. */
+ * (a fault of --small-al only): its host kept what it wrote.  A replica
+ * starts as Secondary; a Primary's is owed its role back (node_exit()),
+ * which the cluster gives it again when no other replica is ahead, and
+ * its peers then take its activity log from it (gen.c, rule 5a or 9
+ * with the crash), the one resync whose extent follows the log. */
 void node_bounce(int i)
 {
-	bool primary = cm_primary == i;
-
 	trace("FAULT n%d's daemon exits and starts again at once", i);
 	node_exit(i);
-	owed_promotion = false;		/* the cluster did not notice */
 	if (node_start(i) < 0) {
 		trace("cm: n%d's daemon did not start again: retrying", i);
 		restart_wanted[i] = true;
-		owed_promotion = primary;
-		return;
-	}
-	if (primary && repl_volume_role(nodes[i].vol) == REPL_PRIMARY) {
-		cm_primary = i;
-		oracle_client_connect(i);
-	} else if (primary) {
-		owed_promotion = true;
 	}
 	sim_at(sim_now + SIM_MS, -1, cm_tick, NULL, 0);
 }
