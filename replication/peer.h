@@ -175,6 +175,9 @@ struct peer_hooks {
 	void (*rs_done)(struct peer *p, const struct wire_volume *v);
 	void (*rs_more)(struct peer *p);
 	void (*rs_source)(struct peer *p, bool full);
+	/* p's STATE, recorded (p->peer_disk is what it said): a resync to
+	 * it that sent everything ends when it says it recorded that. */
+	void (*rs_peer_state)(struct peer *p);
 	/* The Primary's PING: its writes up to seq are on every replica. */
 	void (*primary_seq)(struct repl_volume *vol, uint64_t seq);
 	/* Our Primary was lost and new_primary is another: our recent writes. */
@@ -299,6 +302,9 @@ void repl__rs_start_source(struct peer *p, bool full);
 void repl__rs_more(struct peer *p);
 void repl__rs_stop(struct peer *p);
 void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
+void repl__rs_on_peer_state(struct peer *p);
+/* A resync to p sent every region; p has not said it recorded the end. */
+bool repl__rs_sent_all(const struct peer *p);
 /* A guest write to the range failed on p: resync copies of it are not
  * counted done (resync.c). */
 void repl__rs_note_failed(struct peer *p, uint64_t offset, uint64_t len);

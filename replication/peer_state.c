@@ -426,6 +426,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		repl__peer_drop(p, "cannot record the state it sent");
 		return;
 	}
+	p->hooks->rs_peer_state(p);
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
 		     o ? o->node : "this node");

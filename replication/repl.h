@@ -175,9 +175,10 @@ struct repl_peer_status {
 	bool recorded_outdated;		/* our metadata says it missed writes */
 	bool in_sync;			/* connected, UpToDate, receiving our writes */
 	/* We are Primary, it is connected and receiving our writes (not a
-	 * resync), and nothing is out of sync for it: it holds every write
-	 * we acknowledged, whatever disk state it reports (UpToDate, or
-	 * Outdated by a record that came from elsewhere). */
+	 * resync, or one that sent every region), and nothing is out of
+	 * sync for it: it holds every write we acknowledged, whatever disk
+	 * state it reports (UpToDate, Outdated by a record that came from
+	 * elsewhere, or Inconsistent until its flush after the resync). */
 	bool following_clean;
 	uint64_t size;			/* its replica's size as it said (0: unknown) */
 };

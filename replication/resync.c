@@ -15,10 +15,11 @@
  * region is not read while a guest write to it is still in flight, so a
  * stale copy can never land after newer data.  A window of regions is in
  * flight at once.  When the bitmap is empty (the last batch flushed) the
- * source records the peer UpToDate and sends its VOLUME state; the target,
- * Inconsistent until then, takes the source's generations and becomes
- * UpToDate once its own fdatasync is done (a source that did not flush
- * cannot make it claim data its disk does not hold).
+ * source sends its VOLUME state; the target, Inconsistent until then, takes
+ * the source's generations and becomes UpToDate once its own fdatasync is
+ * done (a source that did not flush cannot make it claim data its disk
+ * does not hold), and says so in its STATE: only then does the source
+ * record it UpToDate and count it in sync.
  *
  * Bits are cleared in memory and reach the disk lazily: after a crash a
  * resync repeats some regions, it never skips one.  This file is the
@@ -39,6 +40,7 @@
 #define RS_WINDOW_BUSY 2		/* ... and while it writes */
 #define GUEST_BUSY_MS 200		/* a guest write this recent means busy */
 #define RS_RETRY_MS 20
+#define RS_RECORD_RETRY_MS 1000
 #define RATE_WINDOW_MS 2000
 /* A flush of the acknowledged regions when this many bytes or this much
  * time have gathered, and at the end of every pass. */
@@ -69,6 +71,7 @@ struct resync {
 	uint64_t started_ms;
 	void *timer;
 	bool finished;
+	bool record_retry;		/* the target's end to record again */
 	uint64_t slot_ms, slot_bytes;	/* rate limit: bytes issued this slot */
 };
 
@@ -283,6 +286,14 @@ static void rs_free_list(struct rs_req *q)
 	}
 }
 
+/* Every region is on the target's disk: our VOLUME tells it so, with our
+ * generations.  It stays our target until its STATE says it recorded the
+ * end (repl__rs_on_peer_state()): until then it is Inconsistent by its
+ * own record, so what we acknowledge is not counted as held there, while
+ * losing it still outdates it (outdate.c).  Counted in sync from here, a
+ * Primary that lost its power before the VOLUME arrived came back the one
+ * consistent replica and resynced over the one copy of a write it had
+ * acknowledged as held by both (sim seed 21283 --no-eio). */
 static void rs_finish(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
@@ -295,16 +306,51 @@ static void rs_finish(struct peer *p)
 	if (g.bitmap && gen_on_resync_done(&g) == 0)
 		repl__gen_store(&sb, (int)p->idx, &g);
 	sb.flags &= ~META_F_PRIMARY_CRASHED;
-	sb.peers[p->idx].disk_state = META_UPTODATE;
 	if (meta_update(vol->meta, &sb) < 0)
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
 	meta_bitmap_flush(vol->meta);
+	plog(LOG_INFO, vol->name, "resync of %s: every region sent; waiting for it to "
+	     "record the end", p->node);
+	repl__peer_send_volume(p);
+	repl__changed(vol);
+}
+
+bool repl__rs_sent_all(const struct peer *p)
+{
+	return p->rs && p->rs->finished && p->link == REPL_LINK_SYNC_SOURCE;
+}
+
+void repl__rs_on_peer_state(struct peer *p)
+{
+	struct repl_volume *vol = p->vol;
+	struct resync *rs = p->rs;
+	struct meta_super sb = *meta_get(vol->meta);
+
+	if (!rs || !rs->finished || p->link != REPL_LINK_SYNC_SOURCE ||
+	    !gen_disk_consistent(p->peer_disk))
+		return;
+	/* Recorded first: a power loss here must find the peer a replica
+	 * that may hold what we acknowledge from now on (role.c).  If that
+	 * fails, the peer stays our target, holding every write still but
+	 * not counted: dropping it would make the cluster record it
+	 * Outdated, and with our metadata failing (the cluster restarts us,
+	 * taken as a power loss) no replica would be left to promote (sim
+	 * EIO seed 13920).  We try again, as the peer says it only once. */
+	sb.peers[p->idx].disk_state = META_UPTODATE;
+	if (meta_update(vol->meta, &sb) < 0) {
+		if (!rs->record_retry)
+			plog(LOG_ERR, vol->name, "cannot record that %s is in sync: it stays "
+			     "the resync's target for now", p->node);
+		rs->record_retry = true;
+		if (!rs->timer)
+			repl__timer_add(vol->eng, RS_RECORD_RETRY_MS, rs_retry, p, &rs->timer);
+		return;
+	}
+	rs->record_retry = false;
 	plog(LOG_NOTICE, vol->name, "resync of %s done: %llu bytes in %.1f s",
 	     p->node, (unsigned long long)rs->done_bytes,
 	     (double)(now_mono_ms() - rs->started_ms) / 1000.0);
 	p->link = REPL_LINK_CONNECTED;
-	p->peer_disk = GEN_DISK_UPTODATE;
-	repl__peer_send_volume(p);
 	repl__changed(vol);
 }
 
@@ -316,8 +362,13 @@ static void rs_pump(struct peer *p)
 	bool skipped = false;
 	unsigned window;
 
-	if (!rs || rs->finished || !repl__peer_up(p))
+	if (!rs || !repl__peer_up(p))
 		return;
+	if (rs->finished) {
+		if (rs->record_retry)
+			repl__rs_on_peer_state(p);
+		return;
+	}
 	if (!rs_flush(p, rs, false))
 		return;
 	/* The guest first: while it writes, the resync keeps a small window

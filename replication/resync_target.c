@@ -273,10 +273,14 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 		p->rs_agreement = false;
 		plog(result < 0 ? LOG_WARNING : LOG_NOTICE, vol->name, "resync from %s %s",
 		     p->node, result < 0 ? "not complete here (the flush failed)" : "done");
-		if (result < 0 && same)
+		if (result < 0 && same) {
 			repl__peer_drop(p, "cannot make the resynced data durable");
-		else
-			p->resynced_us = same;
+			return;
+		}
+		p->resynced_us = same;
+		/* The source counts us in sync again once it hears this. */
+		if (same)
+			repl__peer_send_state(p, NULL);
 		return;
 	}
 

@@ -55,10 +55,15 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 	ps->recorded_outdated = meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED;
 	ps->in_sync = repl__peer_up(p) && p->link == REPL_LINK_CONNECTED && !p->suppressed &&
 		      p->peer_disk == GEN_DISK_UPTODATE && vol->role == REPL_PRIMARY;
-	ps->following_clean = repl__peer_up(p) && p->link == REPL_LINK_CONNECTED &&
-			      !p->suppressed && vol->role == REPL_PRIMARY &&
-			      (p->peer_disk == GEN_DISK_UPTODATE ||
-			       p->peer_disk == GEN_DISK_OUTDATED) &&
+	/* A resync that sent everything counts: the target holds every
+	 * write too, and the cluster's record that it is Outdated must go
+	 * before its own flush ends, or it ends Outdated and waits for the
+	 * record to go after all (one more superblock write, which a
+	 * failing disk may refuse: sim EIO seed 58). */
+	ps->following_clean = repl__peer_up(p) && !p->suppressed && vol->role == REPL_PRIMARY &&
+			      ((p->link == REPL_LINK_CONNECTED &&
+				(p->peer_disk == GEN_DISK_UPTODATE ||
+				 p->peer_disk == GEN_DISK_OUTDATED)) || repl__rs_sent_all(p)) &&
 			      ps->out_of_sync_bytes == 0;
 	repl__rs_status(p, ps);
 }

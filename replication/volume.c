@@ -55,6 +55,7 @@ static const struct peer_hooks engine_hooks = {
 	.rs_ack = repl__rs_on_ack,		/* resync.c */
 	.rs_more = repl__rs_more,
 	.rs_source = repl__rs_start_source,
+	.rs_peer_state = repl__rs_on_peer_state,
 	.primary_seq = repl__recent_peer_ack,	/* recent.c */
 	.recent_ask = repl__recent_ask,
 	.ping_acked = repl__recent_ping_acked,

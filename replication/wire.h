@@ -8,7 +8,7 @@
  *
  *   offset size field
  *      0    4  magic        0x52504c57 ("RPLW")
- *      4    2  version      WIRE_VERSION (6)
+ *      4    2  version      WIRE_VERSION (7)
  *      6    2  type         enum wire_type
  *      8    4  length       payload bytes, within the type's [min, max]
  *     12    4  flags        WIRE_HF_SEALED or 0
@@ -44,7 +44,7 @@
  * 4: VOLUME carries 8 history generations, not 2 (gen.h GEN_HISTORY).
  * 5: a frame in a sealed record has WIRE_HF_SEALED and no payload CRC.
  * A peer of another version is refused at its first frame. */
-#define WIRE_VERSION 6
+#define WIRE_VERSION 7
 /* Header flags. */
 #define WIRE_HF_SEALED 0x1u	/* in a sealed record; payload_crc is 0 */
 #define WIRE_HDR_LEN 32

@@ -35,8 +35,8 @@ then:
               later confirms the notice (echoing its token) and prints
               "confirmed": ok if the link is still up then
 
-Speaks wire version 6 (the names only inside AUTH, 8 history generations
-in VOLUME).
+Speaks wire version 7 (the names only inside AUTH, 8 history generations
+in VOLUME; a resync's target confirms its end with a STATE).
 
 Prints one line per scenario: "ok NAME: how the daemon ended the
 connection" (closed, reset, or still open when we gave up: the daemon
@@ -55,7 +55,7 @@ import sys
 import time
 
 WIRE_MAGIC = 0x52504C57
-WIRE_VERSION = 6
+WIRE_VERSION = 7
 HELLO = 1
 WRITE = 6
 HDR_LEN = 32

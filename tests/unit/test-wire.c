@@ -543,7 +543,9 @@ static void test_rejects(void)
 	reject("version 2 (names in HELLO)", &ping, 5, 2, -EPROTONOSUPPORT);
 	reject("version 3 (2 history generations in VOLUME)", &ping, 5, 3, -EPROTONOSUPPORT);
 	reject("version 4 (a payload CRC in sealed frames)", &ping, 5, 4, -EPROTONOSUPPORT);
-	reject("version 7", &ping, 5, 7, -EPROTONOSUPPORT);
+	reject("version 5 (no power-loss flags in VOLUME)", &ping, 5, 5, -EPROTONOSUPPORT);
+	reject("version 6 (a resync's end unconfirmed)", &ping, 5, 6, -EPROTONOSUPPORT);
+	reject("the next version", &ping, 5, WIRE_VERSION + 1, -EPROTONOSUPPORT);
 	reject("type 0", &ping, 7, 0, -EPROTO);
 	reject("type past the end", &ping, 7, WIRE_TYPE_COUNT, -EPROTO);
 	reject("type high byte", &ping, 6, 1, -EPROTO);
