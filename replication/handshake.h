@@ -37,6 +37,8 @@ struct hs_in {
 	const char *volume;		/* its name, for the split-brain advice */
 	struct gen_side local, peer;
 	uint64_t local_dirty;		/* regions in our bitmap for the peer */
+	bool bitmap_blind;		/* it started at our promotion, the peer
+					 * away (meta.h, META_PF_BLIND) */
 	uint64_t peer_dirty;		/* in its bitmap for us (its VOLUME) */
 	struct sb_config after_sb;
 	bool lost_crossing;		/* the peer lost a promotion crossing */

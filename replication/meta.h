@@ -102,9 +102,19 @@ enum meta_role { META_SECONDARY = 0, META_PRIMARY = 1 };
  * the daemon's alone, and the page cache kept every write. */
 #define META_BOOT_ID_LEN	16
 
+/* Peer slot flags.  META_PF_BLIND: the peer's bitmap started at our
+ * promotion, with the peer away; what it acknowledged to the Primary
+ * before us and had not flushed is in no bitmap (that Primary kept it in
+ * memory, peer_unflushed.c), so if it lost power, a bitmap resync leaves
+ * it different (handshake.c).  Goes with the bitmap generation: a bitmap
+ * that starts anew without it (repl__gen_store()) clears it. */
+#define META_PF_BLIND		(1u << 0)
+#define META_PF_ALL		META_PF_BLIND
+
 struct meta_peer {
 	char node[META_NODE_MAX + 1];	/* "" = unused slot; printable ASCII */
 	uint8_t disk_state;		/* what we last knew of the peer's disk */
+	uint8_t flags;			/* META_PF_* */
 	uint64_t bitmap_gen;		/* gen_current when its bitmap started */
 };
 

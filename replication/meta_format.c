@@ -22,7 +22,7 @@
  *                                   4092 4   CRC32C of bytes [0, 4092)
  *
  *   peer slot: 0 72 node (NUL terminated, zero padded), 72 1 disk_state,
- *              73 7 reserved (0), 80 8 bitmap_gen
+ *              73 1 flags (META_PF_*), 74 6 reserved (0), 80 8 bitmap_gen
  *
  * gen_history[2..7] came with no version change: every version wrote
  * zeros there and no version reads them, so a file written before holds
@@ -32,6 +32,8 @@
  * an older build drops it (unknown again, the cautious reading).  The flag
  * META_F_POWER_LOST that came with it makes an older build refuse such a
  * file ("unknown flags") rather than forget that the replica lacks writes.
+ * The peer flags came the same way; an older build drops them and resyncs
+ * a blind bitmap as it is (as it did).
  *
  * magic, version, seq and the CRC keep their places in every version, so
  * that a newer file is recognised as such rather than as garbage.
@@ -68,7 +70,7 @@ enum {
 	OFF_DISK = 53, OFF_NPEERS = 54, OFF_FLAGS = 56, OFF_GEN_CUR = 64,
 	OFF_GEN_BM = 72, OFF_GEN_HIST = 80, OFF_BM_OFF = 96, OFF_BM_STRIDE = 104,
 	OFF_PEERS = 112, PEER_LEN = 88, OFF_GEN_HIST2 = 288, OFF_BOOT_ID = 336,
-	PEER_NODE = 0, PEER_NODE_LEN = 72, PEER_DISK = 72, PEER_BM_GEN = 80,
+	PEER_NODE = 0, PEER_NODE_LEN = 72, PEER_DISK = 72, PEER_FLAGS = 73, PEER_BM_GEN = 80,
 	OFF_CRC = META_SLOT_SIZE - 4,
 };
 
@@ -156,6 +158,8 @@ const char *repl__meta_super_invalid(const struct meta_super *sb)
 			return "peer node name not NUL terminated or not printable";
 		if (sb->peers[i].disk_state > META_FAILED)
 			return "unknown peer disk state";
+		if (sb->peers[i].flags & ~META_PF_ALL)
+			return "unknown peer flags";
 	}
 	return NULL;
 }
@@ -190,6 +194,7 @@ void repl__meta_slot_encode(const struct meta_super *sb, uint8_t *s)
 		memcpy(p + PEER_NODE, sb->peers[i].node,
 		       strnlen(sb->peers[i].node, META_NODE_MAX));
 		p[PEER_DISK] = sb->peers[i].disk_state;
+		p[PEER_FLAGS] = sb->peers[i].flags;
 		put64(p + PEER_BM_GEN, sb->peers[i].bitmap_gen);
 	}
 	put32(s + OFF_CRC, crc32c(0, s, OFF_CRC));
@@ -250,6 +255,7 @@ static int slot_decode(const uint8_t *s, struct meta_super *sb, unsigned *versio
 			}
 		memcpy(sb->peers[i].node, node, len);
 		sb->peers[i].disk_state = p[PEER_DISK];
+		sb->peers[i].flags = p[PEER_FLAGS];
 		sb->peers[i].bitmap_gen = get64(p + PEER_BM_GEN);
 	}
 	*why = repl__meta_super_invalid(sb);

@@ -251,6 +251,11 @@ void repl__gen_store(struct meta_super *sb, int idx, const struct gen_side *g)
 {
 	sb->gen_current = g->current;
 	memcpy(sb->gen_history, g->history, sizeof(sb->gen_history));
-	if (idx >= 0)
+	if (idx >= 0) {
+		/* A bitmap that starts here starts with the peer lost by us
+		 * while it followed us: what it had not flushed is in it. */
+		if (!sb->peers[idx].bitmap_gen || !g->bitmap)
+			sb->peers[idx].flags &= (uint8_t)~META_PF_BLIND;
 		sb->peers[idx].bitmap_gen = g->bitmap;
+	}
 }

@@ -161,6 +161,8 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 				      .host_restarted = v->host_restarted, .node_id = v->node_id };
 	memcpy(in->peer.history, v->history, sizeof(in->peer.history));
 	in->local_dirty = meta_bits_count(vol->meta, p->idx);
+	in->bitmap_blind = meta_get(vol->meta)->peers[p->idx].bitmap_gen &&
+			   (meta_get(vol->meta)->peers[p->idx].flags & META_PF_BLIND);
 	in->peer_dirty = v->dirty;
 	in->after_sb = (struct sb_config){ vol->after_sb[0], vol->after_sb[1], vol->after_sb[2] };
 	in->lost_crossing = p->lost_crossing;

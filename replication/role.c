@@ -134,10 +134,13 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
 	struct gen_side g;
 
 	/* Peers away from now on miss what this Primary writes: their
-	 * bitmaps start at the present generation. */
+	 * bitmaps start at the present generation, blind to what they may
+	 * have lost with their power before (meta.h, META_PF_BLIND). */
 	for (unsigned i = 0; i < vol->n_peers; i++)
-		if (!repl__peer_up(vol->peers[i]) && !sb->peers[i].bitmap_gen)
+		if (!repl__peer_up(vol->peers[i]) && !sb->peers[i].bitmap_gen) {
 			sb->peers[i].bitmap_gen = sb->gen_current;
+			sb->peers[i].flags |= META_PF_BLIND;
+		}
 	repl__peer_gen_side(vol, -1, &g);
 	if (force) {
 		gen_on_force_uptodate(&g, meta_new_gen());

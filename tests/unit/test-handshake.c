@@ -58,6 +58,8 @@ enum {
 	STALE = 1 << 11,	/* out: forget stale bits */
 	AUTO = 1 << 12,		/* out: split brain resolved automatically */
 	NOQ = 1 << 13,		/* in: this replica has no quorum */
+	BLIND = 1 << 14,	/* in: our bitmap for the peer is blind */
+	PLOST = 1 << 15,	/* in: the peer lost power */
 };
 #define OUT_FLAGS (DECIDED | WAIT | OUTD | STALE | AUTO)
 
@@ -93,6 +95,15 @@ static const struct row rows[] = {
 	  0, 0, DECIDED, HS_UP, 0, GEN_SOURCE_BITMAP, NULL },
 	{ "source, peer crashed: full", L(B, A, C, UPTODATE, 1, 0), P(A, 0, C, OUTDATED, 0, 1),
 	  0, 0, DECIDED, HS_UP, 0, GEN_SOURCE_FULL, NULL },
+	/* a peer that lost power, and our bitmap for it began at our
+	 * promotion with it away: full; either alone: the bitmap */
+	{ "source, blind bitmap, peer lost power: full", L(B, A, C, UPTODATE, 1, 0),
+	  P(A, 0, C, OUTDATED, 0, 0), 0, 0, BLIND | PLOST | DECIDED, HS_UP, 0, GEN_SOURCE_FULL,
+	  NULL },
+	{ "source, blind bitmap", L(B, A, C, UPTODATE, 1, 0), P(A, 0, C, OUTDATED, 0, 0),
+	  0, 0, BLIND | DECIDED, HS_UP, 0, GEN_SOURCE_BITMAP, NULL },
+	{ "source, bitmap, peer lost power", L(B, A, C, UPTODATE, 1, 0),
+	  P(A, 0, C, OUTDATED, 0, 0), 0, 0, PLOST | DECIDED, HS_UP, 0, GEN_SOURCE_BITMAP, NULL },
 	{ "target, bitmap", L(A, 0, 0, UPTODATE, 0, 0), P(B, A, 0, UPTODATE, 1, 0),
 	  0, 0, DECIDED, HS_UP, 0, GEN_TARGET_BITMAP, NULL },
 	{ "target, local crashed: full", L(A, 0, 0, UPTODATE, 0, 1), P(B, A, 0, UPTODATE, 1, 0),
@@ -165,9 +176,11 @@ static void run_row(const struct row *r)
 		.other_primary = r->flags & OTHERP, .peer_says_outdated = r->flags & SAYS_OUT,
 		.in_sync_with_primary = r->flags & INSYNC, .resynced_by_other = r->flags & RESYNCED,
 		.keeping = r->flags & KEEP, .quorate = !(r->flags & NOQ),
+		.bitmap_blind = r->flags & BLIND,
 	};
 	struct hs_verdict v;
 
+	in.peer.lost_power = r->flags & PLOST;
 	if (r->flags & DISC)
 		in.after_sb = (struct sb_config){ SB_DISCONNECT, SB_DISCONNECT, SB_DISCONNECT };
 	hs_decide(&in, &v);

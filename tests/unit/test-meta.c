@@ -58,6 +58,7 @@ static void init_super(struct meta_super *sb, uint64_t size, uint32_t shift)
 	memset(sb->peers[1].node, 'x', META_NODE_MAX);	/* longest name */
 	sb->peers[1].disk_state = META_INCONSISTENT;
 	sb->peers[1].bitmap_gen = 7;
+	sb->peers[1].flags = META_PF_BLIND;
 	sb->seq = 999;	/* must be ignored */
 }
 
@@ -73,6 +74,7 @@ static bool super_same(const struct meta_super *a, const struct meta_super *b)
 	for (unsigned i = 0; i < META_MAX_PEERS; i++)
 		if (strcmp(a->peers[i].node, b->peers[i].node) ||
 		    a->peers[i].disk_state != b->peers[i].disk_state ||
+		    a->peers[i].flags != b->peers[i].flags ||
 		    a->peers[i].bitmap_gen != b->peers[i].bitmap_gen)
 			return false;
 	return true;
@@ -314,6 +316,7 @@ static void test_create_invalid(void)
 	BAD(sb.peers[0].node[3] = '\n');
 	BAD(memset(sb.peers[1].node, 'a', sizeof(sb.peers[1].node)));
 	BAD(sb.peers[1].disk_state = 200);
+	BAD(sb.peers[0].flags = 0x80);
 #undef BAD
 	CHECK(dir_entries() == 0);
 }
