@@ -4,12 +4,13 @@
  * from its store and sends it (RS_DATA), or just its range when it is all
  * zeroes (RS_ZERO), which the target punches as a hole.  A region that is a
  * hole in the source's file backing is not even read (REPL_IO_HOLE_CHECK):
- * a resync of a sparse volume moves its data, not its size.  An acknowledged region is only written on the target,
- * not yet durable: its bit is cleared when a FLUSH the source sends after
- * that acknowledgement is acknowledged (the target fdatasyncs first), one
- * flush for a batch of regions, as DRBD's barriers cover an epoch.  A
- * target that loses power, or a resync cut short, thus repeats what was not
- * durable, never skips it.
+ * a resync of a sparse volume moves its data, not its size.  An
+ * acknowledged region is only written on the target, not yet durable: its
+ * bit is cleared when a FLUSH the source sends after that acknowledgement
+ * is acknowledged (the target fdatasyncs first), one flush for a batch of
+ * regions, as DRBD's barriers cover an epoch.  A target that loses power,
+ * or a resync cut short, thus repeats what was not durable, never skips
+ * it.
  * Guest writes go on meanwhile, and go to the peer as usual; a region that
  * a guest write touches while its resync is in flight is redone, and a
  * region is not read while a guest write to it is still in flight, so a
