@@ -111,6 +111,17 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 			"Secondaries waits for the cluster's records");
 		return;
 	}
+	/* The target of that resync waits with it: starting, it would make
+	 * itself Inconsistent for a resync that does not come.  A crashed
+	 * Primary that lost power, whose only peer turned out Outdated once
+	 * the records came, was then Inconsistent too, and neither could be
+	 * promoted (sim seed 28152 of the EIO profile). */
+	if (!out->wait && !in->peer_quorate && !local->primary && !peer->primary &&
+	    (d == GEN_TARGET_BITMAP || d == GEN_TARGET_FULL)) {
+		verdict(out, HS_DROP, 0, "no quorum at the source of a resync between "
+			"Secondaries: it waits for the cluster's records");
+		return;
+	}
 	if (!out->wait && !local->primary && !peer->primary && d != GEN_NO_SYNC &&
 	    in->other_primary) {
 		verdict(out, HS_DROP, 0, "a Primary connected meanwhile: the resync comes from it");

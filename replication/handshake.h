@@ -54,6 +54,7 @@ struct hs_in {
 					 * discard its side of the split brain */
 	bool quorate;			/* this replica's quorum (always in static
 					 * mode): its cluster's records are known */
+	bool peer_quorate;		/* the peer's, as its VOLUME said */
 };
 
 enum hs_action {

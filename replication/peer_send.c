@@ -234,6 +234,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
 								    : GEN_DISK_UNKNOWN;
 	v->has_primary = p->told_has_primary = repl__peer_has_primary(vol, p);
+	v->no_quorum = !vol->quorate;
 	p->told_role = v->role;
 	p->told_disk = v->disk;
 	p->told_current = v->current;

@@ -174,6 +174,7 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 	in->resynced_by_other = resynced_by_other(vol, p);
 	in->keeping = p->keeping;
 	in->quorate = vol->quorate;
+	in->peer_quorate = !v->no_quorum;
 }
 
 bool repl__peer_told_stale(const struct peer *p)

@@ -160,6 +160,7 @@ struct wire_volume {
 	bool host_restarted;		/* gen.h */
 	uint8_t peer_disk;		/* sender's view of the receiver's disk */
 	bool has_primary;		/* a Primary is connected to the sender */
+	bool no_quorum;			/* the sender lacks quorum (cluster mode) */
 };
 
 /* WRITE and RS_DATA.  data points into the decoded buffer (decode) or to

@@ -18,8 +18,9 @@
  *                   120 u64 dirty   128 u32 node_id   132 u32 region_size
  *                   136 u8 disk   137 u8 role   138 u8 flags (bit 0:
  *                   crashed primary, bit 1: has a Primary connected, bit
- *                   2: lost power, bit 3: its host restarted; a build
- *                   before bit 3 drops a link that sends it)
+ *                   2: lost power, bit 3: its host restarted, bit 4:
+ *                   no quorum (since version 7); a build before a bit
+ *                   drops a link that sends it)
  *                   139 u8 peer_disk   140 res[4]
  *                   144 u64 history[2..7] (since version 4)
  *   WRITE    16+len 0 u64 offset   8 u32 len   12 u32 flags   16 data[len]
@@ -262,7 +263,7 @@ static void enc_volume(const struct wire_msg *m, uint8_t *p)
 	p[136] = v->disk;
 	p[137] = v->role;
 	p[138] = (uint8_t)(v->crashed_primary | v->has_primary << 1 | v->lost_power << 2 |
-			   v->host_restarted << 3);
+			   v->host_restarted << 3 | v->no_quorum << 4);
 	p[139] = v->peer_disk;
 }
 
@@ -403,12 +404,13 @@ static int dec_volume(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	v->region_size = get32(p + 132);
 	v->disk = p[136];
 	v->role = p[137];
-	if (p[138] > 15)
+	if (p[138] > 31)
 		return -EPROTO;
 	v->crashed_primary = p[138] & 1;
 	v->has_primary = (p[138] >> 1) & 1;
 	v->lost_power = (p[138] >> 2) & 1;
-	v->host_restarted = p[138] >> 3;
+	v->host_restarted = (p[138] >> 3) & 1;
+	v->no_quorum = p[138] >> 4;
 	v->peer_disk = p[139];
 	return all_zero(p + 140, 4) ? 0 : -EPROTO;
 }

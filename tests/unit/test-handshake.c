@@ -59,6 +59,7 @@ enum {
 	AUTO = 1 << 12,		/* out: split brain resolved automatically */
 	NOQ = 1 << 13,		/* in: this replica has no quorum */
 	BLIND = 1 << 14,	/* in: our bitmap for the peer is blind */
+	PNOQ = 1 << 16,		/* in: the peer has no quorum */
 	PLOST = 1 << 15,	/* in: the peer lost power */
 };
 #define OUT_FLAGS (DECIDED | WAIT | OUTD | STALE | AUTO)
@@ -116,6 +117,14 @@ static const struct row rows[] = {
 	{ "Secondaries resync, the source without quorum: it waits for the records",
 	  L(B, A, 0, UPTODATE, 0, 0), P(A, 0, 0, OUTDATED, 0, 0), 0, 0, NOQ | DECIDED, HS_DROP, 0,
 	  GEN_SOURCE_BITMAP, "no quorum here" },
+	{ "Secondaries resync, the source without quorum: the target waits too",
+	  L(A, 0, 0, OUTDATED, 0, 0), P(B, A, 0, UPTODATE, 0, 0), 0, 0, PNOQ | DECIDED, HS_DROP, 0,
+	  GEN_TARGET_BITMAP, "no quorum at the source" },
+	{ "Secondaries resync, the target without quorum, seen from the source",
+	  L(B, A, 0, UPTODATE, 0, 0), P(A, 0, 0, OUTDATED, 0, 0), 0, 0, PNOQ | DECIDED, HS_UP, 0,
+	  GEN_SOURCE_BITMAP, NULL },
+	{ "Primary's target without quorum", L(A, 0, 0, OUTDATED, 0, 0),
+	  P(B, A, 0, UPTODATE, 1, 0), 0, 0, NOQ | DECIDED, HS_UP, 0, GEN_TARGET_BITMAP, NULL },
 	{ "Primary without quorum, source", L(B, A, C, UPTODATE, 1, 0), P(A, 0, C, OUTDATED, 0, 0),
 	  0, 0, NOQ | DECIDED, HS_UP, 0, GEN_SOURCE_BITMAP, NULL },
 	{ "Secondaries, we told of a Primary", L(A, 0, 0, OUTDATED, 0, 0), P(B, A, 0, UPTODATE, 0, 0),
@@ -176,7 +185,7 @@ static void run_row(const struct row *r)
 		.other_primary = r->flags & OTHERP, .peer_says_outdated = r->flags & SAYS_OUT,
 		.in_sync_with_primary = r->flags & INSYNC, .resynced_by_other = r->flags & RESYNCED,
 		.keeping = r->flags & KEEP, .quorate = !(r->flags & NOQ),
-		.bitmap_blind = r->flags & BLIND,
+		.bitmap_blind = r->flags & BLIND, .peer_quorate = !(r->flags & PNOQ),
 	};
 	struct hs_verdict v;
 

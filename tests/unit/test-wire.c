@@ -57,7 +57,7 @@ static size_t samples(struct wire_msg *out)
 		.dirty = 12345, .node_id = 7,
 		.region_size = 1u << 20, .disk = GEN_DISK_UPTODATE, .role = 1,
 		.crashed_primary = true, .lost_power = true, .host_restarted = true, .peer_disk = GEN_DISK_UNKNOWN,
-		.has_primary = true,
+		.has_primary = true, .no_quorum = true,
 	};
 	strcpy(m.u.volume.name, "vol0");
 	out[n++] = m;
@@ -164,7 +164,8 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       x->region_size == y->region_size && x->disk == y->disk &&
 		       x->role == y->role && x->crashed_primary == y->crashed_primary &&
 		       x->lost_power == y->lost_power && x->host_restarted == y->host_restarted &&
-		       x->peer_disk == y->peer_disk && x->has_primary == y->has_primary;
+		       x->peer_disk == y->peer_disk && x->has_primary == y->has_primary &&
+		       x->no_quorum == y->no_quorum;
 	}
 	case WIRE_WRITE:
 	case WIRE_RS_DATA:
@@ -591,7 +592,7 @@ static void test_rejects(void)
 	reject("volume region 3", &vol, H + 135, 3, -EPROTO);
 	reject("volume disk unknown", &vol, H + 136, GEN_DISK_UNKNOWN, -EPROTO);
 	reject("volume role 2", &vol, H + 137, 2, -EPROTO);
-	reject("volume flags 16", &vol, H + 138, 16, -EPROTO);
+	reject("volume flags 32", &vol, H + 138, 32, -EPROTO);
 	reject("volume peer disk 6", &vol, H + 139, 6, -EPROTO);
 	reject("volume reserved", &vol, H + 143, 1, -EPROTO);
 	reject("write flags", &wr, H + 15, 2, -EPROTO);
