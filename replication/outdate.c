@@ -342,9 +342,11 @@ void repl_volume_step_down(struct repl_volume *vol)
 		     nw, nf, nh, nl);
 	}
 	repl__writes_check(vol, "step down", false);
-	/* Whenever what is in flight ends, it is answered with an error. */
+	/* Whenever what is in flight ends, it is answered with an error;
+	 * what has not started yet never starts (replicate.c). */
 	for (struct vwrite *w = vol->writes; w; w = w->vnext)
 		w->result = -ESHUTDOWN;
+	repl__rep_al_fail_waiting(vol);
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	freeze_clear(vol);
 	repl__rep_fail_frozen(vol, -ESHUTDOWN);

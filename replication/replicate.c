@@ -400,6 +400,15 @@ static void rep_start(struct repl_volume *vol, struct vwrite *w)
 	unsigned nfailed = 0;
 	uint64_t need = 0;
 
+	/* Failed while it waited for its activity-log extents (a Primary
+	 * stepping down, repl_volume_step_down()): written nowhere.  Its
+	 * local write, started after the step-down, landed over the new
+	 * Primary's resync of its range (sim seed 3711 of --inline). */
+	if (w->result < 0) {
+		w->local_pending = false;
+		vwrite_put(w);	/* the reference its local write would hold */
+		return;
+	}
 	w->sent_ns = now_mono_ns();
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		struct peer *p = vol->peers[i];
