@@ -69,7 +69,8 @@ struct blk {
 static struct blk branch[2][NBLK_MAX];
 static int node_br[SIM_NODES];
 static uint64_t fork_seq;	/* the forked node holds the writes acked up to it */
-static uint64_t last_sync_seq[SIM_NODES];	/* the last ack a node was in sync for */
+/* the last ack a node held when it was made: in sync, or following clean */
+static uint64_t last_sync_seq[SIM_NODES];
 static unsigned client_blocks;	/* the size the client negotiated */
 static int client_node;		/* where it sends (-1: nowhere yet) */
 static uint8_t client_at;	/* nodes it is attached to (a migration: two) */
@@ -243,9 +244,26 @@ static uint8_t in_sync_holders(int node)
 	return h;
 }
 
+/* The replicas that hold every write node acknowledged so far, as its
+ * status says: those in sync, and those following clean (a resync to it
+ * sent everything; it holds every write, not yet counted in sync until it
+ * confirms the end: resync.c).  For a split's fork, not for durability. */
+static uint8_t following_holders(int node)
+{
+	struct repl_volume_status st;
+	uint8_t h = (uint8_t)(1u << node);
+
+	repl_volume_status(nodes[node].vol, &st);
+	for (unsigned k = 0; k < st.n_peers; k++)
+		if (st.peers[k].in_sync || st.peers[k].following_clean)
+			h |= (uint8_t)(1u << (st.peers[k].node[1] - '0'));
+	return h;
+}
+
 static void op_done(struct repl_io *io)
 {
 	struct op *o = (struct op *)io;
+	uint8_t h;
 
 	if (o->orphan)
 		fail("reply", "%s %" PRIu64 " answered by n%d after it crashed", op_names[o->type],
@@ -282,8 +300,9 @@ static void op_done(struct repl_io *io)
 			o->ack_seq = ++ack_counter;
 			o->durable = o->fua;
 			o->holders = in_sync_holders(o->node);
+			h = following_holders(o->node);
 			for (int i = 0; i < SIM_NODES; i++)
-				if (o->holders & (1u << i))
+				if (h & (1u << i))
 					last_sync_seq[i] = o->ack_seq;
 		}
 	}
@@ -472,8 +491,10 @@ static void check_replica(int node, const char *kind, const char *what)
 	check_image(node_br[node], d, d ? size : 0, kind, what);
 }
 
-/* node's state changed: if it is Primary, a replica in sync with it holds
- * every write acknowledged so far, those a resync gave it included.  What
+/* node's state changed: if it is Primary, a replica in sync with it, or
+ * following it clean, holds every write acknowledged so far, those a
+ * resync gave it included (split-brain seed 5028: a resync's target that
+ * could not confirm the end before the split held them too).  What
  * a later split owes that replica starts there (oracle_fork()): counted
  * only from in-sync acknowledgements, a write acknowledged while its link
  * was cut and resynced before the split was taken for one its Primary
@@ -486,7 +507,7 @@ void oracle_changed(int node)
 	repl_volume_status(nodes[node].vol, &st);
 	if (strcmp(st.role, "Primary"))
 		return;
-	h = in_sync_holders(node) & (uint8_t)~(1u << node);	/* itself: a split's new one */
+	h = following_holders(node) & (uint8_t)~(1u << node);	/* itself: a split's new one */
 	for (int i = 0; i < SIM_NODES; i++)
 		if (h & (1u << i))
 			last_sync_seq[i] = ack_counter;
