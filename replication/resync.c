@@ -330,6 +330,12 @@ void repl__rs_on_peer_state(struct peer *p)
 	if (!rs || !rs->finished || p->link != REPL_LINK_SYNC_SOURCE ||
 	    !gen_disk_consistent(p->peer_disk))
 		return;
+	/* Regions it missed since the VOLUME (a write it failed starts a
+	 * pass itself, replicate.c): another pass first. */
+	if (meta_bits_count(vol->meta, p->idx)) {
+		repl__rs_start_source(p, false);
+		return;
+	}
 	/* Recorded first: a power loss here must find the peer a replica
 	 * that may hold what we acknowledge from now on (role.c).  If that
 	 * fails, the peer stays our target, holding every write still but
