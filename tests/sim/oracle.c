@@ -232,32 +232,33 @@ static void check_gen(int node)
 		gens[n_gens++] = (typeof(gens[0])){ g, node };
 }
 
-static uint8_t in_sync_holders(int node)
+/* The replicas that hold every write node acknowledged so far, as its
+ * status says: *in_sync, those it reports in sync (what must survive a
+ * power loss counts them); *following, those following it clean too (a
+ * resync to it sent everything, not yet counted in sync until it confirms
+ * the end: resync.c), for a split's fork.  node itself is in both. */
+static void holders(int node, uint8_t *in_sync, uint8_t *following)
 {
 	struct repl_volume_status st;
-	uint8_t h = (uint8_t)(1u << node);
 
+	*in_sync = *following = (uint8_t)(1u << node);
 	repl_volume_status(nodes[node].vol, &st);
-	for (unsigned k = 0; k < st.n_peers; k++)
+	for (unsigned k = 0; k < st.n_peers; k++) {
+		uint8_t bit = (uint8_t)(1u << (st.peers[k].node[1] - '0'));
+
 		if (st.peers[k].in_sync)
-			h |= (uint8_t)(1u << (st.peers[k].node[1] - '0'));
-	return h;
+			*in_sync |= bit;
+		if (st.peers[k].in_sync || st.peers[k].following_clean)
+			*following |= bit;
+	}
 }
 
-/* The replicas that hold every write node acknowledged so far, as its
- * status says: those in sync, and those following clean (a resync to it
- * sent everything; it holds every write, not yet counted in sync until it
- * confirms the end: resync.c).  For a split's fork, not for durability. */
-static uint8_t following_holders(int node)
+static uint8_t in_sync_holders(int node)
 {
-	struct repl_volume_status st;
-	uint8_t h = (uint8_t)(1u << node);
+	uint8_t in_sync, following;
 
-	repl_volume_status(nodes[node].vol, &st);
-	for (unsigned k = 0; k < st.n_peers; k++)
-		if (st.peers[k].in_sync || st.peers[k].following_clean)
-			h |= (uint8_t)(1u << (st.peers[k].node[1] - '0'));
-	return h;
+	holders(node, &in_sync, &following);
+	return in_sync;
 }
 
 static void op_done(struct repl_io *io)
@@ -299,8 +300,7 @@ static void op_done(struct repl_io *io)
 		} else {
 			o->ack_seq = ++ack_counter;
 			o->durable = o->fua;
-			o->holders = in_sync_holders(o->node);
-			h = following_holders(o->node);
+			holders(o->node, &o->holders, &h);
 			for (int i = 0; i < SIM_NODES; i++)
 				if (h & (1u << i))
 					last_sync_seq[i] = o->ack_seq;
@@ -502,12 +502,13 @@ static void check_replica(int node, const char *kind, const char *what)
 void oracle_changed(int node)
 {
 	struct repl_volume_status st;
-	uint8_t h;
+	uint8_t in_sync, h;
 
 	repl_volume_status(nodes[node].vol, &st);
 	if (strcmp(st.role, "Primary"))
 		return;
-	h = following_holders(node) & (uint8_t)~(1u << node);	/* itself: a split's new one */
+	holders(node, &in_sync, &h);
+	h &= (uint8_t)~(1u << node);	/* itself: a split's new one */
 	for (int i = 0; i < SIM_NODES; i++)
 		if (h & (1u << i))
 			last_sync_seq[i] = ack_counter;
