@@ -58,6 +58,7 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 {
 	const struct gen_side *local = &in->local, *peer = &in->peer;
 	enum gen_decision d;
+	bool source;
 
 	memset(out, 0, sizeof(*out));
 	if (peer->primary && in->lost_crossing) {
@@ -104,22 +105,20 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 	 * cluster may hold a record that it is Outdated, which its metadata
 	 * failed to keep (sim seed 178 of the EIO profile: a replica back
 	 * from a restart gave its stale data to the others before the
-	 * cluster told it).  It waits for its partition's records. */
-	if (!out->wait && !in->quorate && !local->primary && !peer->primary &&
-	    (d == GEN_SOURCE_BITMAP || d == GEN_SOURCE_FULL)) {
-		verdict(out, HS_DROP, 0, "no quorum here: the source of a resync between "
-			"Secondaries waits for the cluster's records");
-		return;
-	}
-	/* The target of that resync waits with it: starting, it would make
-	 * itself Inconsistent for a resync that does not come.  A crashed
-	 * Primary that lost power, whose only peer turned out Outdated once
-	 * the records came, was then Inconsistent too, and neither could be
-	 * promoted (sim seed 28152 of the EIO profile). */
-	if (!out->wait && !in->peer_quorate && !local->primary && !peer->primary &&
-	    (d == GEN_TARGET_BITMAP || d == GEN_TARGET_FULL)) {
-		verdict(out, HS_DROP, 0, "no quorum at the source of a resync between "
-			"Secondaries: it waits for the cluster's records");
+	 * cluster told it).  It waits for its partition's records, and its
+	 * target with it: starting, the target would make itself
+	 * Inconsistent for a resync that does not come (sim seed 28152 of
+	 * the EIO profile: a crashed Primary that lost power, whose only
+	 * peer turned out Outdated once the records came, was Inconsistent
+	 * too, and neither could be promoted). */
+	source = d == GEN_SOURCE_BITMAP || d == GEN_SOURCE_FULL;
+	if (!out->wait && !local->primary && !peer->primary &&
+	    (source ? !in->quorate
+		    : (d == GEN_TARGET_BITMAP || d == GEN_TARGET_FULL) && !in->peer_quorate)) {
+		verdict(out, HS_DROP, 0, source ? "no quorum here: the source of a resync "
+			"between Secondaries waits for the cluster's records" :
+			"no quorum at the source of a resync between Secondaries: it waits for "
+			"the cluster's records");
 		return;
 	}
 	if (!out->wait && !local->primary && !peer->primary && d != GEN_NO_SYNC &&
@@ -156,8 +155,7 @@ void hs_decide(const struct hs_in *in, struct hs_verdict *out)
 	 * took an old record of a peer for its own state, became Outdated,
 	 * and the resync it then gave made its target Outdated). */
 	out->outdated = in->peer_says_outdated && !local->primary &&
-			local->disk_state == GEN_DISK_UPTODATE &&
-			d != GEN_SOURCE_BITMAP && d != GEN_SOURCE_FULL &&
+			local->disk_state == GEN_DISK_UPTODATE && !source &&
 			!in->in_sync_with_primary && !in->resynced_by_other;
 	out->forget_stale = !local->primary && !peer->primary && out->gv.rule == GEN_R_SAME;
 }
