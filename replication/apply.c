@@ -133,7 +133,7 @@ void repl__apply_unblock(struct repl_volume *vol)
  * again (resync.c).  DRBD detaches the disk here; without a Diskless mode
  * this is the closest.  A metadata write that fails too leaves the
  * metadata broken, which refuses a promotion as well. */
-static void disk_failed(struct repl_volume *vol)
+void repl__apply_disk_failed(struct repl_volume *vol)
 {
 	struct meta_super sb = *meta_get(vol->meta);
 
@@ -164,15 +164,13 @@ static void apply_done(struct repl_io *io)
 	for (pp = &vol->apply->running; *pp != a; pp = &(*pp)->next)
 		;
 	*pp = a->next;
-	if (io->op == REPL_IO_FLUSH && io->result < 0 &&
-	    (!repl__iopool_unflushed(vol->pool) || io->flush_covered)) {
-		/* Nothing written since a flush that worked (sim seed 1931:
-		 * Inconsistent for good, with nothing to resync), or what this
-		 * one covered was made durable by a later one that worked
-		 * first, and the Primary, hearing of that one first, takes
-		 * this failure as stale (peer_unflushed.c; sim seed 86 of the
-		 * EIO profile: Inconsistent for good again): nothing it
-		 * acknowledged is at risk, so it stays what it was. */
+	if (io->op == REPL_IO_FLUSH && io->result < 0 && !io->flush_lost) {
+		/* Every write done here had been made durable by a flush that
+		 * worked (sim seed 1931: Inconsistent for good, with nothing
+		 * to resync): nothing the Primary acknowledged is at risk, so
+		 * this replica stays what it was.  With writes not yet
+		 * durable, any of them may be gone (iopool.c), also those a
+		 * later flush reports durable. */
 		plog_errno(LOG_WARNING, vol->name, -io->result, "a flush failed here, with "
 			   "nothing written since the last one that worked: nothing lost");
 		io->result = 0;
@@ -182,7 +180,7 @@ static void apply_done(struct repl_io *io)
 			   a->p->node);
 	if (io->result < 0) {
 		vol->apply->failures++;
-		disk_failed(vol);
+		repl__apply_disk_failed(vol);
 	}
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);

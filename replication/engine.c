@@ -36,6 +36,7 @@ static const struct repl_write_observers write_obs = {
 	.applying = applying,		/* recent.c, verify.c */
 	.missed = repl__rs_note_failed,		/* resync.c */
 	.peer_failed = repl__rep_peer_failed_write,	/* outdate.c */
+	.disk_lost = repl__rep_disk_lost,	/* outdate.c */
 };
 
 static int promote(struct repl_volume *vol, bool handed_over, char *why, size_t len)

@@ -8,6 +8,7 @@
  * straight to the workers. */
 #include "config.h"
 
+#include <errno.h>
 #include <string.h>
 
 #include "log.h"
@@ -36,6 +37,14 @@ static bool io_reads(enum repl_io_op op)
 void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 {
 	if (io_reads(io->op)) {
+		/* A Secondary whose data is not UpToDate (one that stepped
+		 * down and starts over, say) has nothing a client may read;
+		 * its NBD clients are being dropped. */
+		if (vol->role != REPL_PRIMARY && vol->disk_state != GEN_DISK_UPTODATE) {
+			io->result = -EIO;
+			io->done(io);
+			return;
+		}
 		repl__rep_read(vol, io);
 		return;
 	}

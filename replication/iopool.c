@@ -105,6 +105,9 @@ struct iopool {
 	/* Atomics: plain data writes done, and how many of them the last
 	 * FLUSH that succeeded covers (those done before its submission). */
 	uint64_t writes_done, flushed;
+	/* Atomic: flushes that failed with writes not yet durable (what a
+	 * read returns after one may be data the disk dropped). */
+	uint64_t lost;
 	uint64_t slow_logged;		/* atomic: now_mono_ns() of the last slow-disk line */
 	unsigned slow_unlogged;		/* atomic: slow requests since that line */
 	pthread_t threads[];
@@ -146,6 +149,17 @@ static void slow_disk(struct iopool *p, const struct repl_io *io, uint64_t took_
 		 (unsigned long long)(took_ns / 1000000), timed_op[io->op], where, more);
 }
 
+/* A flush that covers the writes done before mark succeeded. */
+static void flushed_to(struct iopool *p, uint64_t mark)
+{
+	uint64_t had = __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE);
+
+	while (had < mark &&
+	       !__atomic_compare_exchange_n(&p->flushed, &had, mark, false,
+					    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
+		;
+}
+
 static bool inline_write(const struct repl_io *io)
 {
 	return io->op == REPL_IO_WRITE && !(io->flags & REPL_IO_FUA) &&
@@ -158,13 +172,18 @@ static bool inline_write(const struct repl_io *io)
 static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 {
 	bool data = io->op == REPL_IO_WRITE || io->op == REPL_IO_TRIM || io->op == REPL_IO_ZERO;
-	uint64_t had, t0, t = 0;
+	uint64_t t0, t = 0;
 	int r;
 
 	if (p->before_write && data)
 		p->before_write(p->before_write_arg, io->offset, io->len);
 	t0 = timed(io) ? now_mono_ns() : 0;
 	r = repl__store_exec(p->fd, p->blockdev, io);
+	/* A read submitted before a flush failed and done after it may see
+	 * data the disk dropped, or not: it fails rather than guess. */
+	if (r >= 0 && io->op == REPL_IO_READ &&
+	    __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE) != io->pool_mark)
+		r = -EIO;
 	if (t0 && (t = now_mono_ns() - t0) >= DISK_SLOW_NS)
 		slow_disk(p, io, t, t0 + t);
 	if (took)
@@ -177,15 +196,23 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 	}
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
-	if (r < 0 && io->op == REPL_IO_FLUSH)
-		io->flush_covered = __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE) >= io->pool_mark;
-	if (r == 0 && io->op == REPL_IO_FLUSH) {
-		had = __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE);
-		while (had < io->pool_mark &&
-		       !__atomic_compare_exchange_n(&p->flushed, &had, io->pool_mark, false,
-						    __ATOMIC_RELEASE, __ATOMIC_ACQUIRE))
-			;
-	}
+	if (r < 0 && io->op == REPL_IO_FLUSH && (io->flush_lost = repl__iopool_unflushed(p)))
+		__atomic_add_fetch(&p->lost, 1, __ATOMIC_RELEASE);
+	if (r == 0 && io->op == REPL_IO_FLUSH)
+		flushed_to(p, io->pool_mark);
+	return r;
+}
+
+int repl__iopool_sync(struct iopool *p, bool *lost)
+{
+	uint64_t mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
+	int r = repl__store_sync(p->fd);
+
+	*lost = r < 0 && repl__iopool_unflushed(p);
+	if (*lost)
+		__atomic_add_fetch(&p->lost, 1, __ATOMIC_RELEASE);
+	if (r == 0)
+		flushed_to(p, mark);
 	return r;
 }
 
@@ -478,7 +505,9 @@ void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 	io->next = NULL;
 	if (io->op == REPL_IO_FLUSH) {
 		io->pool_mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
-		io->flush_covered = false;
+		io->flush_lost = false;
+	} else if (io->op == REPL_IO_READ) {
+		io->pool_mark = __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE);
 	}
 	if (!p->freeing && repl__defer(p->eng, &p->kick)) {
 		*p->pend_tail = io;

@@ -165,6 +165,7 @@ static void outdate_peer(struct peer *p, const char *what)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
+	bool lost;
 	int r;
 
 	/* Our data first: the peer holds every write acknowledged until now,
@@ -172,9 +173,15 @@ static void outdate_peer(struct peer *p, const char *what)
 	 * Primary be promoted without asking it (role.c), so nothing it
 	 * holds may be lost with our power after the record.  Rare enough to
 	 * wait for here, as promotion does. */
-	if ((r = repl__store_sync(vol->fd)) < 0)
+	if ((r = repl__iopool_sync(vol->pool, &lost)) < 0)
 		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing before "
 			   "recording %s Outdated", p->node);
+	if (lost) {
+		/* p holds writes that this disk may have lost: it is the
+		 * one to promote, not to outdate. */
+		repl__rep_disk_lost(vol);
+		return;
+	}
 	p->gen_pending = meta_new_gen();
 	sb.peers[p->idx].disk_state = META_OUTDATED;
 	r = meta_update(vol->meta, &sb);
@@ -322,25 +329,21 @@ void repl__rep_peer_down(struct peer *p)
 	p->peer_disk = GEN_DISK_UNKNOWN;
 }
 
-void repl_volume_step_down(struct repl_volume *vol)
+static void step_down(struct repl_volume *vol, const char *why)
 {
-	if (vol->role != REPL_PRIMARY)
-		return;
-	{
-		unsigned nw = 0, nf = 0, nh = 0, nl = 0;
-		for (struct vwrite *w = vol->writes; w; w = w->vnext)
-			nw++;
-		for (struct vwrite *w = vol->frozen; w; w = w->wnext)
-			nf++;
-		for (struct repl_io *io = vol->held_head; io; io = io->next)
-			nh++;
-		for (struct vwrite *w = vol->local_wait; w; w = w->lnext)
-			nl++;
-		plog(LOG_WARNING, vol->name, "another replica was promoted while this one was "
-		     "cut off: stepping down; %u write(s) in flight, %u held for acks, "
-		     "%u request(s) held, %u waiting locally: failed, never acknowledged",
-		     nw, nf, nh, nl);
-	}
+	unsigned nw = 0, nf = 0, nh = 0, nl = 0;
+
+	for (struct vwrite *w = vol->writes; w; w = w->vnext)
+		nw++;
+	for (struct vwrite *w = vol->frozen; w; w = w->wnext)
+		nf++;
+	for (struct repl_io *io = vol->held_head; io; io = io->next)
+		nh++;
+	for (struct vwrite *w = vol->local_wait; w; w = w->lnext)
+		nl++;
+	plog(LOG_WARNING, vol->name, "%s: stepping down; %u write(s) in flight, %u held "
+	     "for acks, %u request(s) held, %u waiting locally: failed, never "
+	     "acknowledged", why, nw, nf, nh, nl);
 	repl__writes_check(vol, "step down", false);
 	/* Whenever what is in flight ends, it is answered with an error;
 	 * what has not started yet never starts (replicate.c). */
@@ -350,11 +353,84 @@ void repl_volume_step_down(struct repl_volume *vol)
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	freeze_clear(vol);
 	repl__rep_fail_frozen(vol, -ESHUTDOWN);
-	/* Nothing this replica wrote since the cut was acknowledged, and
-	 * writes in flight at the cut may be on this disk alone: it starts
-	 * over as a blank replica and takes the new Primary's data. */
+	/* Nothing this replica wrote since a cut was acknowledged (or its
+	 * disk dropped what was), and writes in flight may be on this disk
+	 * alone: it starts over as a blank replica and takes the data of
+	 * the Primary promoted next. */
 	repl__volume_start_over(vol, "re-deciding after stepping down");
 	repl__writes_check(vol, "step down", false);
+}
+
+void repl_volume_step_down(struct repl_volume *vol)
+{
+	if (vol->role == REPL_PRIMARY)
+		step_down(vol, "another replica was promoted while this one was cut off");
+}
+
+/* Does p hold every write this Primary acknowledged?  Every write acked
+ * without a peer in sync waited for its record Outdated (outdate_peer()),
+ * so one connected in sync and not recorded Outdated does, even if a
+ * write failed there just now (that one is not acknowledged yet); also
+ * the target of a resync of only what failed here; a resync's target
+ * that was sent everything, with nothing failed there since (its bitmap
+ * empty); and one just lost, UpToDate, being recorded Outdated now.
+ * Recorded Outdated: lost, away at our promotion, or it failed a write
+ * that we acknowledged. */
+static bool holds_acked(const struct repl_volume *vol, const struct peer *p)
+{
+	if (repl__rs_sent_all(p))
+		return !meta_bits_count(vol->meta, p->idx);
+	if (meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED)
+		return false;
+	if (!repl__peer_up(p))
+		return p->peer_disk == GEN_DISK_UPTODATE;
+	return p->link == REPL_LINK_CONNECTED || repl__rs_target_holds_all(p);
+}
+
+/* Our own disk failed a flush while writes were not yet durable: it may
+ * have dropped any of them (iopool.c).  A Secondary's are its Primary's
+ * acknowledged writes: it goes Inconsistent (apply.c).  A Primary's are
+ * writes the client was told are written: with a peer that holds them
+ * (holds_acked()) this data is no longer the reference, and the Primary
+ * steps down as one cut off does (blank, resynced in full from the one
+ * promoted next); the cluster promotes a replica that holds every write
+ * and the guest fails over, having seen I/O errors.  DRBD detaches the
+ * disk instead and serves the guest through its peer, which needs a
+ * Diskless mode we do not have.  Without such a peer no replica holds
+ * more than this disk: it stays Primary, the FLUSH that failed tells the
+ * client, the writes in flight fail, and every peer is resynced in full
+ * from it. */
+void repl__rep_disk_lost(struct repl_volume *vol)
+{
+	if (vol->closing)
+		return;
+	if (vol->role != REPL_PRIMARY) {
+		repl__apply_disk_failed(vol);
+		return;
+	}
+	for (unsigned i = 0; i < vol->n_peers; i++)
+		if (holds_acked(vol, vol->peers[i])) {
+			step_down(vol, "this disk failed a flush and may have dropped "
+				  "writes it acknowledged, which another replica holds");
+			return;
+		}
+	plog(LOG_ERR, vol->name, "this disk failed a flush and may have dropped writes it "
+	     "acknowledged; no other replica holds them all: each takes a full resync");
+	/* Those in flight may be among them: none is acknowledged now. */
+	for (struct vwrite *w = vol->writes; w; w = w->vnext)
+		if (!w->result)
+			w->result = -EIO;
+	/* Where this data went back is unknown, and a peer may hold the
+	 * newer data there (sent before, or by a resync from the page cache
+	 * this flush lost): this data is the reference now, everywhere. */
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+
+		meta_bits_set_all(vol->meta, p->idx);
+		vol->eng->write_obs->missed(p, 0, UINT64_MAX);	/* copies read before */
+		if (repl__peer_up(p) && link_in_sync(p))
+			p->hooks->rs_more(p);
+	}
 }
 
 void repl__volume_start_over(struct repl_volume *vol, const char *why)

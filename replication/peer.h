@@ -258,6 +258,9 @@ void repl__rep_gen_catch_up(struct peer *p);
 /* outdate.c: replicate.c's observer (repl_write_observers.peer_failed).
  * p, in sync, failed a write of ours that we acknowledge without it. */
 void repl__rep_peer_failed_write(struct peer *p);
+/* outdate.c: the write path's observer (repl_write_observers.disk_lost).
+ * Our disk failed a flush and may have dropped acknowledged writes. */
+void repl__rep_disk_lost(struct repl_volume *vol);
 /* outdate.c: called by role.c.  Just promoted: the peers away now are
  * outdated as a lost peer is (here, and by the cluster or the connected
  * peers), before any write is acknowledged. */
@@ -305,6 +308,10 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result);
 void repl__rs_on_peer_state(struct peer *p);
 /* A resync to p sent every region; p has not said it recorded the end. */
 bool repl__rs_sent_all(const struct peer *p);
+/* A resync to p that only makes regions agree: p, in sync with us and
+ * UpToDate when it began, holds every write we acknowledged and stays
+ * UpToDate (resync_target.c). */
+bool repl__rs_target_holds_all(const struct peer *p);
 /* A guest write to the range failed on p: resync copies of it are not
  * counted done (resync.c). */
 void repl__rs_note_failed(struct peer *p, uint64_t offset, uint64_t len);
@@ -366,6 +373,8 @@ void repl__apply_unblock(struct repl_volume *vol);
  * count that only grows, so that resync.c can tell whether one failed
  * after a point (apply.c). */
 uint64_t repl__apply_failures(const struct repl_volume *vol);
+/* Our disk failed a write or flush of the Primary's data: Inconsistent. */
+void repl__apply_disk_failed(struct repl_volume *vol);
 /* apply.c's state (vol->apply), from volume.c; and who is told when an
  * apply ends (replicate.c: a write of its own may wait behind it). */
 int repl__apply_open(struct repl_volume *vol);

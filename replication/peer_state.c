@@ -324,7 +324,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 	struct peer *o = NULL;
-	bool unrecorded = false;
+	bool unrecorded = false, lost;
 	int r;
 
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
@@ -348,9 +348,14 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	 * the one copy left, and was promoted).  Rare enough to wait for. */
 	if (vol->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
 	    p->peer_disk == GEN_DISK_UPTODATE && s->disk == GEN_DISK_INCONSISTENT &&
-	    (r = repl__store_sync(vol->fd)) < 0)
+	    (r = repl__iopool_sync(vol->pool, &lost)) < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing after %s went "
 			   "Inconsistent", p->node);
+		if (lost)
+			vol->eng->write_obs->disk_lost(vol);
+		if (vol->role != REPL_PRIMARY)
+			return;		/* it stepped down: p's link is gone */
+	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
 	/* Two Primaries connected (two promotions that crossed): the link

@@ -125,15 +125,20 @@ void repl__unfl_flush_done(struct peer *p, uint64_t flush_no, int result)
 {
 	struct peer_unflushed *u = p->unfl;
 
-	if (!u || flush_no <= u->flush_done)
+	if (!u)
 		return;
 	if (result < 0) {
-		/* Nothing it holds is known durable: it misses all of it. */
+		/* Nothing it holds is known durable, not even what a flush
+		 * sent after this one reported first: its disk may have
+		 * dropped any write not durable when this one failed
+		 * (iopool.c).  It misses all of it. */
 		mark_all(p, u);
-		u->flush_done = flush_no;
+		u->flush_done = MAX(u->flush_done, flush_no);
 		forget_all(u);
 		return;
 	}
+	if (flush_no <= u->flush_done)
+		return;
 	u->flush_done = flush_no;
 	if (u->used)
 		(void)rebuild(u, u->cap);	/* same size: cannot fail */

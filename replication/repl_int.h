@@ -59,10 +59,13 @@ struct repl_io {
 	/* loop thread, unless REPL_IO_DONE_ANY_THREAD */
 	void (*done)(struct repl_io *io);
 	struct repl_io *next;		/* pool queue linkage */
-	uint64_t pool_mark;		/* iopool.c's, for a FLUSH */
-	/* iopool.c: a FLUSH that failed when one submitted after it had
-	 * already succeeded: nothing it covered is at risk. */
-	bool flush_covered;
+	uint64_t pool_mark;		/* iopool.c's, for a FLUSH or a READ */
+	/* iopool.c: a FLUSH that failed while writes done on this pool
+	 * were not yet made durable by one that worked.  Linux's page cache
+	 * may have dropped any of them (a failed writeback leaves the page
+	 * clean, and a later fdatasync does not write it again): what the
+	 * disk holds there is unknown.  False: nothing was at risk. */
+	bool flush_lost;
 };
 
 struct peer;
@@ -86,6 +89,10 @@ struct repl_write_observers {
 	/* p, in sync, failed a write of ours, which completes without it
 	 * once this returns (outdate.c records it first). */
 	void (*peer_failed)(struct peer *p);
+	/* Our own disk failed a flush that found writes not yet durable
+	 * (repl_io.flush_lost): this replica may lack writes that were
+	 * acknowledged, its own if Primary or its Primary's. */
+	void (*disk_lost)(struct repl_volume *vol);
 };
 
 /* What modules low in the engine ask of those above them: the migration
@@ -314,6 +321,9 @@ void repl__iopool_submit(struct iopool *pool, struct repl_io *io);
  * success, after the submission of the last FLUSH that succeeded?  Then a
  * flush failing now may have lost it.  Any thread. */
 bool repl__iopool_unflushed(const struct iopool *pool);
+/* fdatasync of the pool's file on this thread, counted as the pool's
+ * FLUSHes are.  0, or -errno with *lost as repl_io.flush_lost. */
+int repl__iopool_sync(struct iopool *pool, bool *lost);
 /* Whether small writes may run on the loop thread when the pool is idle
  * (the default: see iopool.c). */
 void repl__iopool_set_inline(struct iopool *pool, bool on);

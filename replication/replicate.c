@@ -277,6 +277,7 @@ static void local_done(struct repl_io *io)
 {
 	struct vwrite *w = (struct vwrite *)((char *)io - offsetof(struct vwrite, local));
 	struct repl_volume *vol = w->vol;
+	bool lost = io->op == REPL_IO_FLUSH && io->result < 0 && io->flush_lost;
 
 	if (io->result < 0 && !local_failed(vol, w))
 		return;
@@ -287,6 +288,8 @@ static void local_done(struct repl_io *io)
 	vwrite_put(w);
 	local_unblock(vol);
 	repl__apply_unblock(vol);	/* after a step-down, data may wait for it (apply.c) */
+	if (lost)
+		vol->eng->write_obs->disk_lost(vol);
 }
 
 static void unacked_unlink(struct peer *p, struct vwrite *w)
@@ -644,7 +647,12 @@ void repl__rep_ack(struct peer *p, uint64_t seq, int result)
 				   (unsigned long long)w->io->offset);
 		/* Recorded before this write can complete (outdate.c). */
 		vol->eng->write_obs->peer_failed(p);
-		vol->eng->write_obs->missed(p, w->io->offset, w->io->len);
+		/* A failed flush may have dropped anything it had not made
+		 * durable (iopool.c): resync copies too. */
+		if (w->io->op == REPL_IO_FLUSH)
+			vol->eng->write_obs->missed(p, 0, UINT64_MAX);
+		else
+			vol->eng->write_obs->missed(p, w->io->offset, w->io->len);
 		need = mark_missing(p->vol, p->idx, w->io);
 		if (need)
 			bm_wait_for(p->vol, w, need);

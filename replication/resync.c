@@ -73,6 +73,7 @@ struct resync {
 	void *timer;
 	bool finished;
 	bool record_retry;		/* the target's end to record again */
+	bool agreement;			/* repl__rs_target_holds_all() */
 	uint64_t slot_ms, slot_bytes;	/* rate limit: bytes issued this slot */
 };
 
@@ -262,9 +263,17 @@ static void rs_flushed(struct peer *p, struct resync *rs, int result)
 {
 	struct rs_req *q, *next;
 
-	if (result < 0)
+	if (result < 0) {
 		plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a resync flush: "
 			   "its regions will be sent again", p->node);
+		/* Its disk may have dropped any write not yet durable there
+		 * (iopool.c): the regions it acknowledged since this flush
+		 * was sent go again too, and our writes it acknowledged go
+		 * to its bitmap. */
+		for (q = rs->acked; q; q = q->next)
+			q->redo = true;
+		repl__unfl_lost(p);
+	}
 	for (q = rs->flushing; q; q = next) {
 		next = q->next;
 		if (result == 0 && !q->redo &&
@@ -580,7 +589,17 @@ void repl__rs_status(const struct peer *p, struct repl_peer_status *st)
  * its next pass; otherwise one starts. */
 void repl__rs_more(struct peer *p)
 {
+	bool agreement = p->link == REPL_LINK_CONNECTED && p->peer_disk == GEN_DISK_UPTODATE;
+
 	if (p->rs && !p->rs->finished)
 		return;
 	repl__rs_start_source(p, false);
+	if (p->rs)
+		p->rs->agreement = agreement;
+}
+
+bool repl__rs_target_holds_all(const struct peer *p)
+{
+	return repl__peer_up(p) && p->link == REPL_LINK_SYNC_SOURCE && p->rs &&
+	       p->rs->agreement;
 }

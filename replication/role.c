@@ -279,6 +279,7 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 			 size_t len)
 {
 	struct meta_super sb = *meta_get(vol->meta);
+	bool lost;
 	int r;
 
 	if (vol->role == REPL_PRIMARY)
@@ -294,8 +295,11 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	 * power loss must not take those writes with it when the replica
 	 * that also had them is away or outdated by this promotion.  Rare
 	 * enough to wait for here, as meta_update() below does. */
-	if ((r = repl__store_sync(vol->fd)) < 0)
+	if ((r = repl__iopool_sync(vol->pool, &lost)) < 0) {
+		if (lost)
+			vol->eng->write_obs->disk_lost(vol);
 		return refuse(why, len, r, "cannot flush the backing: %s", strerror(-r));
+	}
 	/* Peers that differ from us were only exchanging state: reconnect
 	 * them (still as a Secondary, so nothing is outdated) to resync.  So
 	 * are those on a link that carries writes but that are not UpToDate

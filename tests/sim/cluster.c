@@ -429,8 +429,14 @@ static void roles(void)
 	if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs &&
 	    repl_volume_role(nodes[cm_primary].vol) == REPL_PRIMARY)
 		return;
-	if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs)
-		cm_primary = -1;	/* it stepped down by itself */
+	if (cm_primary >= 0 && nodes[cm_primary].alive && side[cm_primary] == qs) {
+		/* It stepped down by itself (its disk lost writes that
+		 * another replica holds): as Pacemaker recovers a promoted
+		 * instance that failed, the cluster promotes one, beyond the
+		 * run's budget of failovers. */
+		cm_primary = -1;
+		owed_promotion = true;
+	}
 	for (int i = 0; i < (int)n_replicas; i++) {
 		int r, prev;
 

@@ -108,8 +108,14 @@ static void add_ver(unsigned b, struct op *o, uint64_t id)
 	k->v[k->n++] = (struct ver){ o, id };
 }
 
+static void disk_torn(int node, const char *path);
+/* sim_now when node last lost what it had not flushed (+1; 0: never). */
+static uint64_t lost_at[SIM_NODES];
+
 void oracle_reset(void)
 {
+	sim_disk_on_torn(disk_torn);
+	memset(lost_at, 0, sizeof(lost_at));
 	client_blocks = NBLK;
 	client_node = -1;
 	client_at = 0;
@@ -301,9 +307,16 @@ static void op_done(struct repl_io *io)
 			o->ack_seq = ++ack_counter;
 			o->durable = o->fua;
 			holders(o->node, &o->holders, &h);
-			for (int i = 0; i < SIM_NODES; i++)
+			for (int i = 0; i < SIM_NODES; i++) {
 				if (h & (1u << i))
 					last_sync_seq[i] = o->ack_seq;
+				/* a replica that lost its unflushed data since
+				 * the write began, before its Primary heard of
+				 * it, holds it no more (a power loss just after
+				 * its acknowledgement left) */
+				if (lost_at[i] > o->issued)
+					o->holders &= (uint8_t)~(1u << i);
+			}
 		}
 	}
 }
@@ -429,14 +442,29 @@ unsigned workload_pending(void)
 	return inflight;
 }
 
-void oracle_crash(int node)
+static void forget_unflushed(int node)
 {
+	lost_at[node] = sim_now + 1;
 	for (unsigned i = 0; i < n_ops; i++) {
 		struct op *o = ops[i];
 
 		if (o->acked && !o->durable)
 			o->holders &= (uint8_t)~(1u << node);
 	}
+}
+
+/* A flush of node's backing file failed and tore what it had not made
+ * durable (sim_disk.c, as Linux's page cache does): node no longer holds
+ * the writes it acknowledged unflushed. */
+static void disk_torn(int node, const char *path)
+{
+	if (!strcmp(path, "/d/v.img"))
+		forget_unflushed(node);
+}
+
+void oracle_crash(int node)
+{
+	forget_unflushed(node);
 	oracle_exit(node);
 }
 

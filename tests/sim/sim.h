@@ -91,6 +91,11 @@ struct sim_diskcfg {
 };
 extern struct sim_diskcfg sim_diskcfg;
 void sim_disk_reset(void);
+/* Called when a flush of a node's file fails, after its unflushed writes
+ * were torn (the checks forget what they counted it holding). */
+void sim_disk_on_torn(void (*fn)(int node, const char *path));
+/* How many writes and flushes of node's backing failed (sim_disk.c). */
+unsigned sim_disk_failed(int node);
 /* Power loss on node: unflushed data dropped, kept in part, or torn at
  * 512 bytes (mode 0: all dropped, 1: a random subset of sectors). */
 void sim_disk_power_loss(int node, int mode);

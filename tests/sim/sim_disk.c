@@ -3,11 +3,13 @@
  *
  * A file keeps what is durable apart from what was written since the last
  * flush (the page cache and the disk's volatile cache in one): a read sees
- * both, fsync/fdatasync or a FUA write make it durable, and a power loss
- * drops it, or keeps a random subset of its 512-byte sectors (a torn
- * write).  Size changes, renames and unlinks are durable at once (the
- * engine fsyncs the directory after each anyway).  A node's disk can fail
- * writes and flushes with EIO, at a seeded rate; reads never fail. */
+ * both, fsync/fdatasync make it durable (a FUA write its own range), and a
+ * power loss drops it, or keeps a random subset of its 512-byte sectors (a
+ * torn write); so does a flush that fails, as Linux's page cache may drop
+ * pages whose writeback failed.  Size changes, renames and unlinks are
+ * durable at once (the engine fsyncs the directory after each anyway).  A
+ * node's disk can fail writes and flushes with EIO, at a seeded rate;
+ * reads never fail. */
 #include "config.h"
 
 #include <errno.h>
@@ -65,12 +67,26 @@ static void pend_clear(struct vfile *f)
 	f->pend_tail = &f->pend;
 }
 
+static void (*on_torn)(int node, const char *path);
+static unsigned failed[SIM_NODES];	/* EIO on the backing */
+
+unsigned sim_disk_failed(int node)
+{
+	return failed[node];
+}
+
+void sim_disk_on_torn(void (*fn)(int node, const char *path))
+{
+	on_torn = fn;
+}
+
 /* Every power loss boots the node again (its boot id changes). */
 static unsigned boots[SIM_NODES];
 
 void sim_disk_reset(void)
 {
 	memset(boots, 0, sizeof(boots));
+	memset(failed, 0, sizeof(failed));
 	while (files) {
 		struct vfile *f = files;
 		files = f->next;
@@ -154,11 +170,13 @@ static void resize(struct vfile *f, uint64_t size)
 	f->size = size;
 }
 
-static bool eio(void)
+static bool eio(const struct vfile *f)
 {
 	if (sim_cur < 0 || !rnd_chance(sim_diskcfg.eio_permille[sim_cur]))
 		return false;
 	sim_diskcfg.eios++;
+	if (f->path && !strcmp(f->path, "/d/v.img"))
+		failed[f->node]++;
 	return true;
 }
 
@@ -175,6 +193,30 @@ static void make_durable(struct vfile *f)
 			memcpy(f->durable + p->off, p->data,
 			       p->off + p->len <= f->size ? p->len : f->size - p->off);
 	pend_clear(f);
+}
+
+/* A write with RWF_DSYNC (the last one pending): its own range is on the
+ * disk now, and what was pending there before is no longer in the page
+ * cache to come back over it later.  Other ranges stay pending. */
+static void make_last_durable(struct vfile *f)
+{
+	struct pend **pp = &f->pend, *w;
+
+	while ((*pp)->next)
+		pp = &(*pp)->next;
+	w = *pp;
+	for (struct pend *q = f->pend; q != w; q = q->next) {
+		uint64_t lo = q->off > w->off ? q->off : w->off;
+		uint64_t hi = q->off + q->len < w->off + w->len ? q->off + q->len : w->off + w->len;
+		if (lo < hi)
+			memcpy(q->data + (lo - q->off), w->data + (lo - w->off), hi - lo);
+	}
+	if (w->off < f->size)
+		memcpy(f->durable + w->off, w->data,
+		       w->off + w->len <= f->size ? w->len : f->size - w->off);
+	*pp = NULL;
+	f->pend_tail = pp;
+	free(w);
 }
 
 static int write_at(struct vfile *f, const void *buf, uint64_t len, uint64_t off)
@@ -210,23 +252,29 @@ static int d_boot_id(uint8_t id[16])
 	return 0;
 }
 
+/* What a file keeps of the writes pending since its last flush: none
+ * (keep false) or a random subset of their sectors; either way the cache
+ * and the durable copy agree after it. */
+static void tear(struct vfile *f, bool keep)
+{
+	memcpy(f->cache, f->durable, f->size);
+	for (struct pend *p = keep ? f->pend : NULL; p; p = p->next) {
+		for (uint64_t s = 0; s < p->len; s += 512) {
+			uint64_t n = p->len - s < 512 ? p->len - s : 512;
+			if (rnd_chance(500) && p->off + s + n <= f->size)
+				memcpy(f->cache + p->off + s, p->data + s, n);
+		}
+	}
+	memcpy(f->durable, f->cache, f->size);
+	pend_clear(f);
+}
+
 void sim_disk_power_loss(int node, int mode)
 {
 	boots[node]++;
-	for (struct vfile *f = files; f; f = f->next) {
-		if (f->node != node || f->dir)
-			continue;
-		memcpy(f->cache, f->durable, f->size);
-		for (struct pend *p = mode ? f->pend : NULL; p; p = p->next) {
-			for (uint64_t s = 0; s < p->len; s += 512) {
-				uint64_t n = p->len - s < 512 ? p->len - s : 512;
-				if (rnd_chance(500) && p->off + s + n <= f->size)
-					memcpy(f->cache + p->off + s, p->data + s, n);
-			}
-		}
-		memcpy(f->durable, f->cache, f->size);
-		pend_clear(f);
-	}
+	for (struct vfile *f = files; f; f = f->next)
+		if (f->node == node && !f->dir)
+			tear(f, mode);
 }
 
 const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size)
@@ -369,7 +417,7 @@ static ssize_t d_pwritev2(int fd, const void *buf, size_t len, off_t off, int rw
 		errno = EBADF;
 		return -1;
 	}
-	if (eio()) {
+	if (eio(f)) {
 		errno = EIO;
 		return -1;
 	}
@@ -377,7 +425,7 @@ static ssize_t d_pwritev2(int fd, const void *buf, size_t len, off_t off, int rw
 	if (!strcmp(f->path ? f->path : "", "/d/v.img"))
 		trace("disk: write %s at %jd+%zu", f->path, (intmax_t)off, len);
 	if (rwflags & RWF_DSYNC)
-		make_durable(f);
+		make_last_durable(f);
 	return (ssize_t)len;
 }
 
@@ -391,7 +439,17 @@ static int d_sync(int fd)
 	}
 	if (f->dir)
 		return 0;
-	if (eio()) {
+	if (eio(f)) {
+		/* As Linux's page cache after a failed writeback: what was
+		 * pending may have reached the disk or not, sector by sector,
+		 * and a later flush will not write it again. */
+		if (f->pend) {
+			trace("disk: %s flush failed: unflushed writes torn",
+			      f->path ? f->path : "(unlinked)");
+			tear(f, true);
+			if (on_torn && f->path)
+				on_torn(f->node, f->path);
+		}
 		errno = EIO;
 		return -1;
 	}
@@ -408,7 +466,7 @@ static int d_fallocate(int fd, int mode, off_t off, off_t len)
 		errno = EBADF;
 		return -1;
 	}
-	if (eio()) {
+	if (eio(f)) {
 		errno = EIO;
 		return -1;
 	}
