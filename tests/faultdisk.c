@@ -1,7 +1,9 @@
 /* faultdisk.c: an LD_PRELOAD shim for the tests that injects disk faults
  * into one process without changing it: a volatile write cache that a
- * kill -9 loses (as a power loss loses a disk's cache), EIO on flush, write
- * or read, slow flushes and slow writes.  It is driven at run time by the directory
+ * kill -9 loses (as a power loss loses a disk's cache), EIO on flush (which
+ * drops what that cache held, as the page cache may drop pages whose
+ * writeback failed), write or read, slow flushes and slow writes.  It is
+ * driven at run time by the directory
  * named in FAULTDISK_DIR: each rule is a file there ("cache", "eio-flush",
  * "eio-write", "eio-read", "slow-flush", "slow-write") holding one path
  * substring a line ("SUBSTRING MILLISECONDS" for slow-flush and slow-write:
@@ -636,6 +638,24 @@ static ssize_t do_read(enum op op, int fd, const struct iovec *iov, int cnt,
 	return n;
 }
 
+/* A flush that fails drops what the cache held unflushed, as Linux's
+ * page cache may drop pages whose writeback failed (they are left clean,
+ * and a later fsync does not write them). */
+static void drop_failed(const struct ctx *c)
+{
+	struct inode *i;
+
+	if (!c->have_ino)
+		return;
+	pthread_mutex_lock(&lock);
+	if ((i = inode_find(c, false)) != NULL && i->ranges) {
+		note("cache-drop %s %zu", i->path, i->bytes);
+		trim(i, 0, INT64_MAX);
+		inode_put(i);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
 static int do_flush(int fd, bool datasync)
 {
 	struct ctx c;
@@ -651,6 +671,7 @@ static int do_flush(int fd, bool datasync)
 		}
 		if (c.match & BIT(K_EIO_FLUSH)) {
 			note("eio-flush %s", c.path);
+			drop_failed(&c);
 			errno = EIO;
 			return -1;
 		}
