@@ -125,14 +125,17 @@ void repl__apply_unblock(struct repl_volume *vol)
 	}
 }
 
-/* Our disk failed a write (or a flush) of the Primary's: this replica
- * no longer holds what the Primary acknowledged, so it must not be
- * promoted.  It records itself Inconsistent and tells its peers; the
- * Primary, told by the failed acknowledgement, resyncs the range while
- * connected (replicate.c) and the end of that resync makes us UpToDate
- * again (resync.c).  DRBD detaches the disk here; without a Diskless mode
- * this is the closest.  A metadata write that fails too leaves the
- * metadata broken, which refuses a promotion as well. */
+/* Our disk failed a write (or a flush) of the Primary's, or a flush of
+ * our own that found writes not yet durable (outdate.c's
+ * repl__rep_disk_lost(), at a promotion): this replica no longer holds
+ * what the Primary acknowledged, so it must not be promoted.  It records
+ * itself Inconsistent and tells its peers; the Primary, told by the
+ * failed acknowledgement or the state, resyncs the range while connected
+ * (replicate.c) and the end of that resync makes us UpToDate again
+ * (resync.c).  DRBD detaches the disk here; without a Diskless mode this
+ * is the closest.  A metadata write that fails too leaves the metadata
+ * broken, which refuses a promotion as well, until the daemon restarts
+ * (tests/sim/known-failures-inline, 1508). */
 void repl__apply_disk_failed(struct repl_volume *vol)
 {
 	struct meta_super sb = *meta_get(vol->meta);
