@@ -160,6 +160,16 @@ static void flushed_to(struct iopool *p, uint64_t mark)
 		;
 }
 
+/* A flush of the pool's file failed: were writes done on it not yet
+ * durable (then counted: reads in flight fail, exec())? */
+static bool flush_failed(struct iopool *p)
+{
+	if (!repl__iopool_unflushed(p))
+		return false;
+	__atomic_add_fetch(&p->lost, 1, __ATOMIC_RELEASE);
+	return true;
+}
+
 static bool inline_write(const struct repl_io *io)
 {
 	return io->op == REPL_IO_WRITE && !(io->flags & REPL_IO_FUA) &&
@@ -196,8 +206,8 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 	}
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
-	if (r < 0 && io->op == REPL_IO_FLUSH && (io->flush_lost = repl__iopool_unflushed(p)))
-		__atomic_add_fetch(&p->lost, 1, __ATOMIC_RELEASE);
+	if (r < 0 && io->op == REPL_IO_FLUSH)
+		io->flush_lost = flush_failed(p);
 	if (r == 0 && io->op == REPL_IO_FLUSH)
 		flushed_to(p, io->pool_mark);
 	return r;
@@ -208,9 +218,7 @@ int repl__iopool_sync(struct iopool *p, bool *lost)
 	uint64_t mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
 	int r = repl__store_sync(p->fd);
 
-	*lost = r < 0 && repl__iopool_unflushed(p);
-	if (*lost)
-		__atomic_add_fetch(&p->lost, 1, __ATOMIC_RELEASE);
+	*lost = r < 0 && flush_failed(p);
 	if (r == 0)
 		flushed_to(p, mark);
 	return r;

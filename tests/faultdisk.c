@@ -638,6 +638,14 @@ static ssize_t do_read(enum op op, int fd, const struct iovec *iov, int cnt,
 	return n;
 }
 
+/* Under lock: everything the cache of I holds goes, logged, and I with it. */
+static void drop_locked(struct inode *i)
+{
+	note("cache-drop %s %zu", i->path, i->bytes);
+	trim(i, 0, INT64_MAX);
+	inode_put(i);
+}
+
 /* A flush that fails drops what the cache held unflushed, as Linux's
  * page cache may drop pages whose writeback failed (they are left clean,
  * and a later fsync does not write them). */
@@ -648,11 +656,8 @@ static void drop_failed(const struct ctx *c)
 	if (!c->have_ino)
 		return;
 	pthread_mutex_lock(&lock);
-	if ((i = inode_find(c, false)) != NULL && i->ranges) {
-		note("cache-drop %s %zu", i->path, i->bytes);
-		trim(i, 0, INT64_MAX);
-		inode_put(i);
-	}
+	if ((i = inode_find(c, false)) != NULL && i->ranges)
+		drop_locked(i);
 	pthread_mutex_unlock(&lock);
 }
 
@@ -745,11 +750,8 @@ static int opened(int fd, int flags)
 	if (fd < 0 || !(flags & (O_TRUNC | O_EXCL)) || !engage(fd, &c) || !c.have_ino)
 		return fd;
 	pthread_mutex_lock(&lock);
-	if ((i = inode_find(&c, false)) != NULL) {
-		note("cache-drop %s %zu", i->path, i->bytes);
-		trim(i, 0, INT64_MAX);
-		inode_put(i);
-	}
+	if ((i = inode_find(&c, false)) != NULL)
+		drop_locked(i);
 	pthread_mutex_unlock(&lock);
 	return fd;
 }

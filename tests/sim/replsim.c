@@ -407,16 +407,16 @@ static int run(uint64_t seed)
 			restart_ev(NULL, (uint64_t)i);
 	cm_tick(NULL, 0);
 	deadline = sim_now + 300000 * SIM_MS;
-	if (!settled_a_while(deadline, &why) && all_disks_lost()) {
-		trace("run: no replica may be promoted: the disk of each failed, and none "
-		      "knows that it holds every write acknowledged (an operator's --force "
-		      "is the way out)");
-		if (!sweeping)
-			printf("seed %" PRIu64 ": ok, with no Primary at the end: the disk of "
-			       "every replica failed\n", seed);
-		return 0;
-	}
-	if (!settled(&why)) {
+	if (!settled_a_while(deadline, &why)) {
+		if (all_disks_lost()) {
+			trace("run: no replica may be promoted: the disk of each failed, and "
+			      "none knows that it holds every write acknowledged (an "
+			      "operator's --force is the way out)");
+			if (!sweeping)
+				printf("seed %" PRIu64 ": ok, with no Primary at the end: the "
+				       "disk of every replica failed\n", seed);
+			return 0;
+		}
 		printf("seed %" PRIu64 ": status after heal:\n", seed);
 		dump_status();
 		fail("liveness", "not settled 300 s after every fault healed: %s", why);

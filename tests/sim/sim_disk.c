@@ -180,6 +180,15 @@ static bool eio(const struct vfile *f)
 	return true;
 }
 
+/* Pending write p reaches the durable copy (what of it lies within the
+ * file: a shrink may have cut it). */
+static void to_durable(struct vfile *f, const struct pend *p)
+{
+	if (p->off < f->size)
+		memcpy(f->durable + p->off, p->data,
+		       p->off + p->len <= f->size ? p->len : f->size - p->off);
+}
+
 /* The durable copy is the cache less the writes pending since the last
  * flush (write_at(), the only writer of either besides a resize and a
  * power loss, which keep them equal): applied in order, they make it the
@@ -189,9 +198,7 @@ static void make_durable(struct vfile *f)
 	if (f->pend)
 		trace("disk: %s durable", f->path ? f->path : "(unlinked)");
 	for (struct pend *p = f->pend; p; p = p->next)
-		if (p->off < f->size)
-			memcpy(f->durable + p->off, p->data,
-			       p->off + p->len <= f->size ? p->len : f->size - p->off);
+		to_durable(f, p);
 	pend_clear(f);
 }
 
@@ -211,9 +218,7 @@ static void make_last_durable(struct vfile *f)
 		if (lo < hi)
 			memcpy(q->data + (lo - q->off), w->data + (lo - w->off), hi - lo);
 	}
-	if (w->off < f->size)
-		memcpy(f->durable + w->off, w->data,
-		       w->off + w->len <= f->size ? w->len : f->size - w->off);
+	to_durable(f, w);
 	*pp = NULL;
 	f->pend_tail = pp;
 	free(w);
