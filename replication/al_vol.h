@@ -26,6 +26,11 @@ void repl__al_free(struct repl_volume *vol);
 int repl__al_begin(struct repl_volume *vol, struct vwrite *w, uint64_t *need);
 /* w is answered: its extents may leave the set.  True if one went idle. */
 bool repl__al_end(struct repl_volume *vol, struct vwrite *w);
+/* A FLUSH of the data succeeded: extents evicted before it leave the
+ * activity log (their bits cleared in memory).  True if any did: the
+ * caller writes the bitmap then, so that a crash resyncs no more than
+ * the set (and what waits for a flush still). */
+bool repl__al_flushed(struct repl_volume *vol);
 /* Nothing in flight (a demote): the set empties; its bits leave the
  * activity log with the next flush (staying longer only resyncs more). */
 void repl__al_reset(struct repl_volume *vol);

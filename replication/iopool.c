@@ -224,6 +224,16 @@ int repl__iopool_sync(struct iopool *p, bool *lost)
 	return r;
 }
 
+uint64_t repl__iopool_mark(const struct iopool *p)
+{
+	return __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
+}
+
+bool repl__iopool_durable(const struct iopool *p, uint64_t mark)
+{
+	return __atomic_load_n(&p->flushed, __ATOMIC_ACQUIRE) >= mark;
+}
+
 void repl__iopool_set_inline(struct iopool *p, bool on)
 {
 	p->no_inline = !on;

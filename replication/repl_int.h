@@ -22,6 +22,7 @@
 
 struct meta;
 struct al;
+struct al_clear;
 struct iopool;
 struct nbd_listener;
 struct nbd_conn;
@@ -182,6 +183,7 @@ struct repl_volume {
 	/* the activity log: its extent set, writes waiting for a slot in it,
 	 * and trims too large for it in flight (al_vol.c, replicate.c) */
 	struct al *al;
+	struct al_clear *al_clear;	/* bits waiting for a data flush */
 	unsigned al_shift;		/* log2 of an extent's bytes */
 	struct vwrite *al_wait, **al_wait_tail;
 	void *al_timer;
@@ -324,6 +326,11 @@ bool repl__iopool_unflushed(const struct iopool *pool);
 /* fdatasync of the pool's file on this thread, counted as the pool's
  * FLUSHes are.  0, or -errno with *lost as repl_io.flush_lost. */
 int repl__iopool_sync(struct iopool *pool, bool *lost);
+/* The plain writes, trims and zeroes done on the pool so far, and whether
+ * a FLUSH submitted after that many were done has succeeded: then they
+ * are durable.  Any thread. */
+uint64_t repl__iopool_mark(const struct iopool *pool);
+bool repl__iopool_durable(const struct iopool *pool, uint64_t mark);
 /* Whether small writes may run on the loop thread when the pool is idle
  * (the default: see iopool.c). */
 void repl__iopool_set_inline(struct iopool *pool, bool on);

@@ -279,6 +279,9 @@ static void local_done(struct repl_io *io)
 	struct repl_volume *vol = w->vol;
 	bool lost = io->op == REPL_IO_FLUSH && io->result < 0 && io->flush_lost;
 
+	if (io->op == REPL_IO_FLUSH && io->result == 0 && vol->role == REPL_PRIMARY &&
+	    repl__al_flushed(vol))
+		bm_flush_start(vol);
 	if (io->result < 0 && !local_failed(vol, w))
 		return;
 	if (io->result < 0)
