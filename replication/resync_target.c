@@ -309,6 +309,12 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 	}
 	vol->disk_state = outdated ? GEN_DISK_OUTDATED : GEN_DISK_UPTODATE;
 	p->resynced_us = same;
+	/* From here on this link is as one whose handshake found nothing
+	 * to resync: a later resync of ranges the Primary's own disk failed
+	 * leaves us UpToDate (rs_agreement()).  Inconsistent through it, a
+	 * Primary whose disk then tore unflushed writes had no replica to
+	 * take them back from (sim seed 8415 of the --small-al profile). */
+	p->held_all = same && !outdated;
 	plog(LOG_NOTICE, vol->name, "resync from %s done: %s%s", p->node,
 	     gen_disk_name(vol->disk_state), gone ? " (the link went before our flush ended)" : "");
 	repl__peers_tell_state(vol);
