@@ -594,6 +594,18 @@ int cfg_set_node(struct cfg *cfg, const char *node)
 	return 0;
 }
 
+const char *cfg_loss_marker(const struct cfg *cfg, const char *name, char *buf, size_t len)
+{
+	const char *slash = cfg->pidfile ? strrchr(cfg->pidfile, '/') : NULL;
+	int n;
+
+	if (!slash)
+		return NULL;
+	n = snprintf(buf, len, "%.*s/%s.disk-lost", (int)(slash - cfg->pidfile), cfg->pidfile,
+		     name);
+	return n > 0 && (size_t)n < len ? buf : NULL;
+}
+
 void cfg_repl_tuning(const struct cfg *cfg, struct repl_volume_config *vc)
 {
 	static const uint8_t policy[3][2] = {

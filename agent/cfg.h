@@ -104,5 +104,9 @@ bool cfg_name_valid(const char *name);
 struct repl_volume_config;
 /* Resync rate, split-brain policies and outdate timeout into vc. */
 void cfg_repl_tuning(const struct cfg *cfg, struct repl_volume_config *vc);
+/* The file beside the pidfile, in the run directory (a tmpfs), that keeps
+ * a loss of volume name's data its metadata could not record, for a
+ * restart on the same boot: buf, or NULL (no pidfile, or too long). */
+const char *cfg_loss_marker(const struct cfg *cfg, const char *name, char *buf, size_t len);
 
 #endif

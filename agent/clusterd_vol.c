@@ -33,7 +33,7 @@ bool clusterd__def_has_node(const struct voldef *d, const char *node)
 static void attach(struct clusterd *cd, const struct voldef *d)
 {
 	const char *dir = cd->cfg->data_dir ? cd->cfg->data_dir : cd->cfg->state_dir;
-	char backing[4096], meta[4096], port[8], error[512] = "";
+	char backing[4096], meta[4096], marker[4096], port[8], error[512] = "";
 	struct repl_volume_config vc = {
 		.name = d->name, .backing = backing, .meta = meta, .size = d->size,
 		.node = cd->cfg->node, .listen_port = port, .key = cd->key,
@@ -51,6 +51,7 @@ static void attach(struct clusterd *cd, const struct voldef *d)
 	snprintf(meta, sizeof(meta), "%s/%s.meta", cd->cfg->state_dir, d->name);
 	snprintf(port, sizeof(port), "%u", d->port);
 	cfg_repl_tuning(cd->cfg, &vc);
+	vc.loss_marker = cfg_loss_marker(cd->cfg, d->name, marker, sizeof(marker));
 	for (unsigned i = 0; i < d->n_nodes && vc.n_peers < REPL_MAX_PEERS; i++) {
 		struct known_node *kn;
 		if (strcmp(d->nodes[i], cd->cfg->node) == 0)

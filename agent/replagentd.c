@@ -304,7 +304,7 @@ static int load_key(struct daemon *d)
 static int add_volume(struct daemon *d, const struct cfg_volume *cv, struct repl_volume **out)
 {
 	const struct cfg *cfg = d->cfg;
-	char meta[4096], error[512] = "";
+	char meta[4096], marker[4096], error[512] = "";
 	struct repl_volume_config vc = {
 		.name = cv->name, .backing = cv->backing, .size = cv->size,
 		.io_threads = cv->io_threads, .no_inline_writes = cv->io_inline_off,
@@ -317,6 +317,8 @@ static int add_volume(struct daemon *d, const struct cfg_volume *cv, struct repl
 		snprintf(meta, sizeof(meta), "%s/%s.meta", cfg->state_dir, cv->name);
 		vc.meta = meta;
 	}
+	if (cv->n_replicas)
+		vc.loss_marker = cfg_loss_marker(cfg, cv->name, marker, sizeof(marker));
 	cfg_repl_tuning(cfg, &vc);	/* also shown, and reloaded, for a local one */
 	if (cv->n_replicas) {
 		if (!d->key_len && (r = load_key(d)))

@@ -145,9 +145,15 @@ void repl__apply_disk_failed(struct repl_volume *vol)
 	vol->own_write_failed = true;
 	if (sb.disk_state != META_INCONSISTENT) {
 		sb.disk_state = META_INCONSISTENT;
-		if (meta_update(vol->meta, &sb) < 0)
+		if (meta_update(vol->meta, &sb) < 0) {
 			plog(LOG_ERR, vol->name, "cannot record that this replica is "
 			     "Inconsistent");
+			/* no later update may write the UpToDate of before */
+			meta_assume(vol->meta, &sb);
+			repl__lossmark_set(vol, REPL_LOSS_INCONSISTENT);
+		} else {
+			repl__lossmark_recorded(vol, REPL_LOSS_INCONSISTENT);
+		}
 	}
 	if (vol->disk_state == GEN_DISK_INCONSISTENT)
 		return;

@@ -473,6 +473,10 @@ int repl__volume_make_blank(struct repl_volume *vol)
 		 * would resync only its own bitmap onto data that holds writes
 		 * it never had (a stepped-down Primary's, never acknowledged) */
 		meta_assume(vol->meta, &sb);
+	if (r < 0)
+		repl__lossmark_set(vol, REPL_LOSS_BLANK);
+	else
+		repl__lossmark_recorded(vol, REPL_LOSS_BLANK);
 	repl__cbt_forget(vol, "this replica forgot its data (a full resync replaces it)");
 	vol->role = REPL_SECONDARY;
 	vol->disk_state = GEN_DISK_INCONSISTENT;

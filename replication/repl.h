@@ -103,6 +103,9 @@ struct repl_volume_config {
 	 * replica's bitmap region (0: 16, 64 KiB) and of an activity-log
 	 * extent (0: 22, 4 MiB; not smaller than a region). */
 	unsigned region_shift, al_extent_shift;
+	/* A file in a tmpfs (replagentd: its run directory) that records a
+	 * loss of data the metadata could not (lossmark.c); NULL: none. */
+	const char *loss_marker;
 	/* Where repl_volume_add says, for people, why it failed (the daemon
 	 * shows it in status and goes on with its other volumes); NULL: only
 	 * the log says. */

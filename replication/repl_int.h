@@ -148,6 +148,8 @@ struct repl_volume {
 	struct repl_volume *next;
 	char *name;
 	char *backing;
+	char *loss_marker;		/* lossmark.c's file, NULL: none */
+	uint8_t loss_marked;		/* enum repl_loss it says (this run) */
 	int fd;
 	bool blockdev;
 	uint64_t size;
@@ -367,6 +369,26 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
  * clients go, it becomes a blank replica, and every link re-decides (why
  * is logged for each), StandAlone ones too.  It then takes a full resync. */
 void repl__volume_start_over(struct repl_volume *vol, const char *why);
+
+/* ---- lossmark.c: a loss the metadata could not record ---- */
+/* How much of its data this replica may have lost, in order. */
+enum repl_loss {
+	REPL_LOSS_NONE,
+	REPL_LOSS_POWER,	/* unflushed writes (a power loss's flag) */
+	REPL_LOSS_INCONSISTENT,	/* acknowledged writes: resync its bitmap */
+	REPL_LOSS_BLANK,	/* and its history: a full resync */
+};
+/* The metadata could not record a loss of this kind: the marker says it
+ * (unless it says more already) for a restart on this boot. */
+void repl__lossmark_set(struct repl_volume *vol, enum repl_loss kind);
+/* At open: the kind a marker of this boot says, else REPL_LOSS_NONE (a
+ * marker of another boot is removed). */
+enum repl_loss repl__lossmark_get(struct repl_volume *vol, const uint8_t boot_id[16]);
+/* The metadata now records a loss of this kind, or (REPL_LOSS_BLANK) data
+ * that replaced what was lost: a marker that says no more goes. */
+void repl__lossmark_recorded(struct repl_volume *vol, enum repl_loss kind);
+/* New metadata: a marker left by the replica it replaces goes. */
+void repl__lossmark_forget(struct repl_volume *vol);
 
 /* ---- window.c ---- */
 /* What a Primary asked for its role (TAKEOVER) looks at. */

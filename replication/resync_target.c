@@ -75,8 +75,11 @@ void repl__rs_start_target(struct peer *p)
 	rs_target_begin(p, false);
 	if (sb.disk_state != META_INCONSISTENT) {
 		sb.disk_state = META_INCONSISTENT;
-		if (meta_update(vol->meta, &sb) < 0)
+		if (meta_update(vol->meta, &sb) < 0) {
 			plog(LOG_ERR, vol->name, "cannot record the resync start");
+			meta_assume(vol->meta, &sb);
+			repl__lossmark_set(vol, REPL_LOSS_INCONSISTENT);
+		}
 	}
 	vol->disk_state = GEN_DISK_INCONSISTENT;
 	plog(LOG_NOTICE, vol->name, "resync from %s started", p->node);
@@ -307,6 +310,7 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 			repl__peer_drop(p, "cannot record the end of the resync");
 		return;
 	}
+	repl__lossmark_recorded(vol, REPL_LOSS_BLANK);	/* the data is the source's */
 	vol->disk_state = outdated ? GEN_DISK_OUTDATED : GEN_DISK_UPTODATE;
 	p->resynced_us = same;
 	/* From here on this link is as one whose handshake found nothing

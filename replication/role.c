@@ -324,6 +324,7 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	r = meta_update_void_failed(vol->meta, &sb);
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
+	repl__lossmark_recorded(vol, REPL_LOSS_BLANK);	/* the reference now */
 	vol->role = REPL_PRIMARY;
 	vol->handed_over = handed_over;
 	vol->disk_state = GEN_DISK_UPTODATE;

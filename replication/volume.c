@@ -199,15 +199,44 @@ static int host_kept_writes(struct repl_volume *vol, const struct meta_super *sb
 	return 0;
 }
 
+/* The last run lost data on this boot that its metadata could not record
+ * (lossmark.c): recorded now, in upd. */
+static void loss_apply(struct repl_volume *vol, struct meta_super *upd, enum repl_loss loss)
+{
+	static const char *const what[] = {
+		[REPL_LOSS_POWER] = "writes not flushed may be lost, as with a power loss",
+		[REPL_LOSS_INCONSISTENT] = "Inconsistent until resynced",
+		[REPL_LOSS_BLANK] = "a blank replica (a full resync)",
+	};
+
+	plog(LOG_WARNING, vol->name, "%s says this disk lost writes on this boot that the "
+	     "metadata could not record: %s", vol->loss_marker, what[loss]);
+	if (loss == REPL_LOSS_POWER)
+		upd->flags |= META_F_POWER_LOST;
+	else
+		upd->disk_state = META_INCONSISTENT;
+	if (loss < REPL_LOSS_BLANK)
+		return;
+	upd->gen_current = 0;
+	memset(upd->gen_history, 0, sizeof(upd->gen_history));
+	for (unsigned i = 0; i < META_MAX_PEERS; i++)
+		upd->peers[i].bitmap_gen = 0;
+	for (unsigned i = 0; i < META_BITMAPS; i++)
+		meta_bits_clear_range(vol->meta, i, 0, vol->size);
+}
+
 static int volume_open_meta(struct repl_volume *vol, const char *path,
 			    const struct repl_volume_config *cfg, bool had_data)
 {
 	const struct meta_super *sb;
 	struct meta_super upd;
+	enum repl_loss loss;
 	int r;
 
-	if (repl__sys->access(path, F_OK) < 0 && errno == ENOENT)
+	if (repl__sys->access(path, F_OK) < 0 && errno == ENOENT) {
+		repl__lossmark_forget(vol);	/* an old replica's */
 		return volume_new_meta(vol, path, cfg, had_data);
+	}
 	r = meta_open(path, &vol->meta);
 	if (r < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
@@ -257,12 +286,20 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		intent_to_peers(vol, cfg->n_peers);
 	else	/* nothing was being written: the activity log starts empty */
 		meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
+	loss = cfg->n_peers ? repl__lossmark_get(vol, upd.boot_id) : REPL_LOSS_NONE;
+	if (loss)
+		loss_apply(vol, &upd, loss);
 	/* A replica starts as Secondary; only a local volume keeps its role. */
 	if (cfg->n_peers)
 		upd.role = REPL_SECONDARY;
 	/* Open for business: clear the clean flag until we close cleanly. */
 	upd.flags &= ~META_F_CLEAN;
-	return meta_update(vol->meta, &upd);
+	r = meta_update(vol->meta, &upd);
+	if (r == 0 && loss == REPL_LOSS_BLANK)
+		r = meta_bitmap_flush(vol->meta);
+	if (r == 0)
+		repl__lossmark_recorded(vol, loss);
+	return r;
 }
 
 static int volume_check_size(const struct repl_volume_config *cfg, uint64_t size)
@@ -375,7 +412,9 @@ int repl_volume_add(struct repl_engine *eng, const struct repl_volume_config *cf
 	vol->auto_promote = cfg->auto_promote && cfg->n_peers;
 	vol->name = strdup(cfg->name);
 	vol->backing = strdup(cfg->backing);
-	if (!vol->name || !vol->backing || repl__window_new(vol) < 0) {
+	vol->loss_marker = cfg->loss_marker ? strdup(cfg->loss_marker) : NULL;
+	if (!vol->name || !vol->backing || (cfg->loss_marker && !vol->loss_marker) ||
+	    repl__window_new(vol) < 0) {
 		r = -ENOMEM;
 		goto fail;
 	}
@@ -507,8 +546,11 @@ void repl__volume_free(struct repl_volume *vol)
 		} else {
 			sb.flags |= META_F_CLEAN;
 		}
-		if (meta_update(vol->meta, &sb) < 0)
+		if (meta_update(vol->meta, &sb) < 0) {
 			plog(LOG_ERR, vol->name, "could not record the shutdown");
+			if (sb.flags & META_F_POWER_LOST)
+				repl__lossmark_set(vol, REPL_LOSS_POWER);
+		}
 	}
 	meta_close(vol->meta);
 	repl__al_free(vol);
@@ -519,6 +561,7 @@ void repl__volume_free(struct repl_volume *vol)
 		repl__sys->close(vol->fd);
 	free(vol->name);
 	free(vol->backing);
+	free(vol->loss_marker);
 	free(vol->node);
 	if (vol->key)
 		memset(vol->key, 0, vol->key_len);

@@ -21,7 +21,9 @@
  * Without FAULTDISK_DIR, or with no rule and nothing cached, every call
  * goes straight to the next definition (dlsym RTLD_NEXT).  With it, the
  * process reads a boot id of its own (/proc/sys/kernel/random/boot_id): a
- * kill -9 under the shim plays a power loss, so each start is a new boot. */
+ * kill -9 under the shim plays a power loss, so each start is a new boot,
+ * unless FAULTDISK_DIR/boot-id holds one (a test restarting a daemon on
+ * the same boot writes it there). */
 #undef _FORTIFY_SOURCE		/* the fortified inline open/pread clash with ours */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -973,6 +975,17 @@ __attribute__((constructor)) static void faultdisk_init(void)
 	snprintf(boot_id, sizeof(boot_id), "%08x-%04x-%04x-%04x-%012llx\n",
 		 (unsigned)(x >> 32), (unsigned)(x >> 16) & 0xffff, (unsigned)x & 0xffff,
 		 (unsigned)getpid() & 0xffff, x & 0xffffffffffffull);
+	if (fd_dir) {
+		char path[PATH_MAX], id[sizeof(boot_id)];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/boot-id", fd_dir);
+		f = fopen(path, "re");
+		if (f && fgets(id, sizeof(id), f) && strlen(id) == 37 && id[36] == '\n')
+			memcpy(boot_id, id, sizeof(id));
+		if (f)
+			fclose(f);
+	}
 }
 
 /* An exit without a flush loses the cache, as a power loss would; say so

@@ -618,6 +618,16 @@ faultdisk_preload() {
 	ra_env "$1" "${e[@]}"
 }
 
+# faultdisk_same_boot: every process started under the shim from now on
+# sees one boot id (by default each start is a new boot: a kill -9 under
+# the shim plays a power loss), so a restart of a daemon is one on the
+# same boot of its host.
+faultdisk_same_boot() {
+	[ -n "$FAULTDISK_DIR" ] || hard_error "faultdisk: call faultdisk_init first"
+	cat /proc/sys/kernel/random/uuid >"$FAULTDISK_DIR/boot-id" ||
+		hard_error "cannot write $FAULTDISK_DIR/boot-id"
+}
+
 # faultdisk_set RULE LINE...: makes RULE match the files whose path
 # contains one of the LINEs (for slow-flush, slow-write: "SUBSTRING
 # MILLISECONDS"),

@@ -204,7 +204,7 @@ int node_start(int i)
 		.listen_port = "7000", .key = key, .key_len = sizeof(key),
 		.outdate_timeout_ms = 0, .uuid = vol_uuid,
 		.region_shift = small_al ? 12 : 0, .al_extent_shift = small_al ? 14 : 0,
-		.al_extents = small_al ? 16 : 0,
+		.al_extents = small_al ? 16 : 0, .loss_marker = "/run/v.lost",
 	};
 	struct repl_hooks h = hooks_tmpl;
 	int r;

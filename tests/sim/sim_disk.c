@@ -9,7 +9,8 @@
  * pages whose writeback failed.  Size changes, renames and unlinks are
  * durable at once (the engine fsyncs the directory after each anyway).  A
  * node's disk can fail writes and flushes with EIO, at a seeded rate;
- * reads never fail. */
+ * reads never fail.  Files under /run/ are a tmpfs: in memory, never
+ * failing, kept when only the daemon stops, gone at a power loss. */
 #include "config.h"
 
 #include <errno.h>
@@ -40,6 +41,7 @@ struct vfile {
 	int node;
 	char *path;		/* NULL once unlinked */
 	bool dir;
+	bool tmpfs;		/* under /run/ */
 	uint8_t *cache, *durable;
 	uint64_t size;
 	struct pend *pend, **pend_tail;
@@ -142,6 +144,7 @@ static struct vfile *file_new(int node, const char *path, bool dir)
 		exit(2);
 	f->node = node;
 	f->dir = dir;
+	f->tmpfs = !strncmp(path, "/run/", 5);
 	f->pend_tail = &f->pend;
 	f->next = files;
 	files = f;
@@ -172,7 +175,7 @@ static void resize(struct vfile *f, uint64_t size)
 
 static bool eio(const struct vfile *f)
 {
-	if (sim_cur < 0 || !rnd_chance(sim_diskcfg.eio_permille[sim_cur]))
+	if (sim_cur < 0 || f->tmpfs || !rnd_chance(sim_diskcfg.eio_permille[sim_cur]))
 		return false;
 	sim_diskcfg.eios++;
 	if (f->path && !strcmp(f->path, "/d/v.img"))
@@ -243,6 +246,8 @@ static int write_at(struct vfile *f, const void *buf, uint64_t len, uint64_t off
 	memcpy(f->cache + off, p->data, len);
 	*f->pend_tail = p;
 	f->pend_tail = &p->next;
+	if (f->tmpfs)	/* nothing of it is written back anywhere */
+		make_durable(f);
 	return 0;
 }
 
@@ -277,9 +282,14 @@ static void tear(struct vfile *f, bool keep)
 void sim_disk_power_loss(int node, int mode)
 {
 	boots[node]++;
-	for (struct vfile *f = files; f; f = f->next)
-		if (f->node == node && !f->dir)
+	for (struct vfile *f = files; f; f = f->next) {
+		if (f->node == node && f->tmpfs) {
+			free(f->path);	/* the tmpfs is empty at the boot */
+			f->path = NULL;
+		} else if (f->node == node && !f->dir) {
 			tear(f, mode);
+		}
+	}
 }
 
 const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size)
