@@ -252,6 +252,29 @@ int repl__volume_admit(struct repl_volume *vol, char *why, size_t len)
 	return 0;
 }
 
+/* A window client's FLUSH that only the local disk answers. */
+struct wflush {
+	struct repl_io io;
+	struct repl_io *client;
+	struct repl_volume *vol;
+};
+
+static void wflush_done(struct repl_io *io)
+{
+	struct wflush *f = (struct wflush *)io;
+	struct repl_io *c = f->client;
+
+	/* Writes this replica acknowledged to its Primary may be gone with
+	 * it (iopool.c): Inconsistent before the client hears (sim seed
+	 * 4062 of the --inline profile: it stayed UpToDate, and a failed
+	 * migration left it a Secondary that lacked them). */
+	if (io->result < 0 && io->flush_lost)
+		f->vol->eng->write_obs->disk_lost(f->vol);
+	c->result = io->result;
+	free(f);
+	c->done(c);
+}
+
 void repl__window_io(struct repl_volume *vol, struct repl_io *io)
 {
 	struct window *w = vol->window;
@@ -265,7 +288,17 @@ void repl__window_io(struct repl_volume *vol, struct repl_io *io)
 	/* A flush with nothing of ours held covers no write of ours: the
 	 * local disk alone answers it. */
 	if (io->op == REPL_IO_FLUSH && !w->held_head) {
-		repl__iopool_submit(vol->pool, io);
+		struct wflush *f = calloc(1, sizeof(*f));
+
+		if (!f) {
+			io->result = -ENOMEM;
+			io->done(io);
+			return;
+		}
+		f->io = (struct repl_io){ .op = REPL_IO_FLUSH, .done = wflush_done };
+		f->client = io;
+		f->vol = vol;
+		repl__iopool_submit(vol->pool, &f->io);
 		return;
 	}
 	io->next = NULL;
