@@ -345,8 +345,9 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 
 int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 {
-	struct meta_super sb = *meta_get(vol->meta);
+	struct meta_super sb;
 	char n[16];
+	bool lost;
 	int r;
 
 	if (vol->role != REPL_PRIMARY)
@@ -360,6 +361,21 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 		return refuse(why, len, -EBUSY, "writes still in flight%s", "");
 	}
 	repl__writes_check(vol, "demote", true);
+	/* What it acknowledged as Primary goes to disk first: as a
+	 * Secondary it keeps no activity log, and the Primary promoted next
+	 * tracks only what it sends itself (peer_unflushed.c).  A power
+	 * loss after the demote took such writes with nothing to resync
+	 * them (tests/repl-demote-powerloss.sh).  A flush that lost writes
+	 * makes this replica step down for one that holds them all, if any
+	 * does (repl__rep_disk_lost()). */
+	if ((r = repl__iopool_sync(vol->pool, &lost)) < 0) {
+		if (lost)
+			vol->eng->write_obs->disk_lost(vol);
+		if (vol->role != REPL_PRIMARY)
+			return 0;
+		return refuse(why, len, r, "cannot flush the backing: %s", strerror(-r));
+	}
+	sb = *meta_get(vol->meta);	/* the step-down's, if any */
 	sb.role = REPL_SECONDARY;
 	r = meta_update(vol->meta, &sb);
 	if (r < 0)

@@ -38,6 +38,7 @@ static bool owed_promotion;
 static int last_promoted = -1;
 /* Primary at the last changed hook; the cluster manager promoting */
 static bool was_primary[SIM_NODES], cm_promoting;
+static int move_to = -1;		/* cm_move(): promoted first */
 
 struct outdate_req {
 	int from, lost;
@@ -437,10 +438,11 @@ static void roles(void)
 		cm_primary = -1;
 		owed_promotion = true;
 	}
-	for (int i = 0; i < (int)n_replicas; i++) {
-		int r, prev;
+	for (int k = -1; k < (int)n_replicas; k++) {
+		int r, prev, i = k < 0 ? move_to : k;
 
-		if (!nodes[i].alive || side[i] != qs || cm_outdated[i])
+		if (i < 0 || (k >= 0 && i == move_to) || !nodes[i].alive || side[i] != qs ||
+		    cm_outdated[i])
 			continue;
 		if (failovers >= max_failovers && bootstrapped && !owed_promotion)
 			return;
@@ -458,6 +460,7 @@ static void roles(void)
 			continue;
 		}
 		trace("cm: promoted n%d%s", i, bootstrapped ? "" : " (bootstrap, forced)");
+		move_to = -1;
 		if (bootstrapped && !owed_promotion)
 			failovers++;
 		owed_promotion = false;
@@ -467,6 +470,34 @@ static void roles(void)
 		oracle_client_connect(i);
 		return;
 	}
+}
+
+/* Pacemaker moves the promoted role to d (pcs resource move): the guest
+ * stops on the Primary (its QEMU goes, flushing nothing: killed, or the
+ * client had sent no FLUSH), the Primary is demoted (refused while writes
+ * are in flight: then nothing moves) and d is promoted (another replica,
+ * the old Primary too, if d cannot be).  Not a failover: outside the
+ * run's budget. */
+void cm_move(int d)
+{
+	char why[200];
+	int p = cm_primary, r;
+
+	if (p < 0 || d == p || !nodes[p].alive || !nodes[d].alive || migrate_active() ||
+	    side[p] != side[d] || !quorate_side(side[p]) || oracle_client_node() != p)
+		return;
+	oracle_client_detach(p);
+	ON(p, r = repl_volume_demote(nodes[p].vol, why, sizeof(why)));
+	if (r < 0) {
+		trace("FAULT move n%d -> n%d: n%d does not demote: %s", p, d, p, why);
+		oracle_client_attach(p);	/* the guest runs on */
+		return;
+	}
+	trace("FAULT move n%d -> n%d: the guest stopped on n%d, which is demoted", p, d, p);
+	cm_primary = -1;
+	owed_promotion = true;
+	move_to = d;
+	roles();
 }
 
 void cm_tick(void *a, uint64_t b)
@@ -530,6 +561,7 @@ void cluster_init(unsigned replicas)
 	owed_promotion = false;
 	cm_primary = -1;
 	last_promoted = -1;
+	move_to = -1;
 	failovers = 0;
 	cm_size = VOL_SIZE;
 	bootstrapped = false;

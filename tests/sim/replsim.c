@@ -186,7 +186,12 @@ static void fault_ev(void *a, uint64_t b)
 		trace("FAULT n%d's disk is slow for %.3f s", i, (double)dur / 1e9);
 		sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
 	} else if (k >= 116) {
-		migrate_fault(i);
+		/* a quarter of them move the role instead (drawn from dur, so
+		 * that the seeds' random streams stay as they were) */
+		if ((dur / SIM_MS) % 4 == 0)
+			cm_move(i);
+		else
+			migrate_fault(i);
 	} else if (k >= 110) {
 		cm_grow();
 	} else if (k >= 100) {

@@ -46,6 +46,7 @@ void cm_tick(void *a, uint64_t b);
 void cluster_init(unsigned replicas);
 bool cm_outdated_node(int i);
 void cm_grow(void);
+void cm_move(int d);
 
 /* oracle.c */
 void fail(const char *kind, const char *fmt, ...) __attribute__((format(printf, 2, 3), noreturn));
