@@ -47,6 +47,7 @@ struct meta {
 	uint8_t *pflush[META_BITMAPS];
 	size_t pages_set;		/* pages in PAGE_SET */
 	size_t pages_dirty;		/* pages not PAGE_CLEAN */
+	struct meta_flush_job *job;	/* begun and not yet ended */
 };
 
 /* ---- little-endian field access ----------------------------------- */

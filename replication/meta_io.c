@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
@@ -133,6 +134,48 @@ int repl__meta_fsync_dir_of(const char *path)
 
 /* ---- bitmap flushes -------------------------------------------------------- */
 
+/* A flush in two halves, so that only the copy runs on the loop thread and
+ * the writing on a worker.  Jobs must run one at a time, in the order they
+ * were begun: a later job's pages supersede an earlier one's.  So does a
+ * flush in one call (meta_bitmap_flush()) made while a job runs: it marks
+ * the pages it writes in the job's runs (skip), under the job's lock,
+ * and the job, which writes under that lock, leaves them alone.  Written
+ * after it, the job's older copy of a page took back bits the one-call
+ * flush had made durable, and a write that waited for them went on
+ * without them on disk (sim seed 2885 of the --small-al profile: an
+ * activity-log extent the crash then did not resync). */
+struct meta_flush_run {
+	unsigned peer;
+	size_t first;		/* its first page */
+	off_t off;
+	size_t len;
+	char *data;
+	uint8_t *skip;		/* per page: superseded, not to be written */
+};
+
+struct meta_flush_job {
+	int fd;
+	const char *path;
+	size_t n, cap;
+	struct meta_flush_run *runs;
+	pthread_mutex_t lock;
+};
+
+/* Pages [p, q) of bitmap peer are written by a flush in one call: the
+ * running job must not write its older copy of them.  Its lock held. */
+static void job_supersede(struct meta_flush_job *j, unsigned peer, size_t p, size_t q)
+{
+	for (size_t i = 0; i < j->n; i++) {
+		struct meta_flush_run *r = &j->runs[i];
+		size_t end = r->first + r->len / META_BITMAP_PAGE;
+
+		if (r->peer != peer)
+			continue;
+		for (size_t k = MAX(p, r->first); k < MIN(q, end); k++)
+			r->skip[k - r->first] = 1;
+	}
+}
+
 /* Writes one peer's dirty pages, a run of consecutive pages at a time. */
 static int flush_peer(struct meta *m, unsigned peer)
 {
@@ -149,6 +192,8 @@ static int flush_peer(struct meta *m, unsigned peer)
 		}
 		for (q = p + 1; q < m->npages && ps[q] != PAGE_CLEAN; q++)
 			;
+		if (m->job)
+			job_supersede(m->job, peer, p, q);
 		err = pages_write(m, m->fd, peer, p, q);
 		if (err) {
 			log_err_errno(-err, "meta %s: writing bitmap %u", m->path, peer);
@@ -161,17 +206,20 @@ static int flush_peer(struct meta *m, unsigned peer)
 
 int meta_bitmap_flush(struct meta *m)
 {
-	int err;
+	int err = 0;
 
 	if (m->broken)
 		return m->broken;
 	if (!m->pages_dirty)
 		return 0;
-	for (unsigned i = 0; i < META_BITMAPS; i++) {
+	if (m->job)
+		pthread_mutex_lock(&m->job->lock);
+	for (unsigned i = 0; i < META_BITMAPS && !err; i++)
 		err = flush_peer(m, i);
-		if (err)
-			return err;
-	}
+	if (m->job)
+		pthread_mutex_unlock(&m->job->lock);
+	if (err)
+		return err;
 	err = repl__meta_sync_fd(m, "a bitmap flush");
 	if (err)
 		return err;
@@ -182,21 +230,6 @@ int meta_bitmap_flush(struct meta *m)
 	return 0;
 }
 
-/* A flush in two halves, so that only the copy runs on the loop thread and
- * the writing on a worker.  Jobs must run one at a time, in the order they
- * were begun: a later job's pages supersede an earlier one's. */
-struct meta_flush_run {
-	off_t off;
-	size_t len;
-	char *data;
-};
-
-struct meta_flush_job {
-	int fd;
-	const char *path;
-	size_t n, cap;
-	struct meta_flush_run *runs;
-};
 
 /* Pages [p, q) of bitmap peer, encoded, as the job's next run. */
 static int job_add(struct meta_flush_job *j, const struct meta *m, unsigned peer,
@@ -215,9 +248,15 @@ static int job_add(struct meta_flush_job *j, const struct meta *m, unsigned peer
 	}
 	r = &j->runs[j->n];
 	r->data = malloc(len);
-	if (!r->data)
+	r->skip = calloc(q - p, 1);
+	if (!r->data || !r->skip) {
+		free(r->data);
+		free(r->skip);
 		return -ENOMEM;
+	}
 	repl__meta_pages_encode(m, peer, p, q, (uint8_t *)r->data);
+	r->peer = peer;
+	r->first = p;
 	r->len = len;
 	r->off = repl__meta_page_offset(m, peer, p);
 	j->n++;
@@ -258,6 +297,7 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
+	pthread_mutex_init(&j->lock, NULL);
 	/* The job's own descriptor: meta_grow() may replace the file (and
 	 * close m->fd) while the job runs.  Its writes then reach the old
 	 * file, harmlessly: the new one was made from memory, which has
@@ -267,6 +307,7 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 	if (j->fd < 0) {
 		err = -errno;
 		log_err_errno(-err, "meta %s: dup for a bitmap flush", m->path);
+		pthread_mutex_destroy(&j->lock);
 		free(j);
 		return err;
 	}
@@ -283,20 +324,46 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 	}
 	m->pages_set = 0;
 	m->pages_dirty = 0;
+	m->job = j;
 	*out = j;
+	return 0;
+}
+
+/* The pages of run r not superseded, a stretch at a time.  The job's
+ * lock held. */
+static int run_write(struct meta_flush_job *j, const struct meta_flush_run *r)
+{
+	size_t pages = r->len / META_BITMAP_PAGE, p = 0, q;
+	int err;
+
+	while (p < pages) {
+		if (r->skip[p]) {
+			p++;
+			continue;
+		}
+		for (q = p + 1; q < pages && !r->skip[q]; q++)
+			;
+		err = repl__full_pwrite(j->fd, r->data + p * META_BITMAP_PAGE,
+					(q - p) * META_BITMAP_PAGE,
+					r->off + (off_t)(p * META_BITMAP_PAGE));
+		if (err)
+			return err;
+		p = q;
+	}
 	return 0;
 }
 
 int meta_flush_job_run(struct meta_flush_job *j)
 {
-	int err;
+	int err = 0;
 
-	for (size_t i = 0; i < j->n; i++) {
-		err = repl__full_pwrite(j->fd, j->runs[i].data, j->runs[i].len, j->runs[i].off);
-		if (err) {
-			log_err_errno(-err, "meta %s: writing bitmap", j->path);
-			return err;
-		}
+	pthread_mutex_lock(&j->lock);
+	for (size_t i = 0; i < j->n && !err; i++)
+		err = run_write(j, &j->runs[i]);
+	pthread_mutex_unlock(&j->lock);
+	if (err) {
+		log_err_errno(-err, "meta %s: writing bitmap", j->path);
+		return err;
 	}
 	if (repl__sys->fdatasync(j->fd) < 0) {
 		err = -errno;
@@ -312,9 +379,12 @@ void meta_flush_job_free(struct meta_flush_job *j)
 		return;
 	if (j->fd >= 0)
 		repl__sys->close(j->fd);
-	for (size_t i = 0; i < j->n; i++)
+	for (size_t i = 0; i < j->n; i++) {
 		free(j->runs[i].data);
+		free(j->runs[i].skip);
+	}
 	free(j->runs);
+	pthread_mutex_destroy(&j->lock);
 	free(j);
 }
 
@@ -327,5 +397,7 @@ void meta_flush_job_end(struct meta *m, struct meta_flush_job *j, int result)
 	if (j)
 		for (unsigned i = 0; i < META_BITMAPS; i++)
 			memset(m->pflush[i], 0, m->npages);
+	if (m->job == j)
+		m->job = NULL;
 	meta_flush_job_free(j);
 }
