@@ -130,7 +130,11 @@ static int volume_new_meta(struct repl_volume *vol, const char *path,
 
 /* After a crash as Primary: the regions in the activity log may differ
  * between the replicas, so every peer's bitmap gets them (a bounded
- * resync instead of a full one). */
+ * resync instead of a full one).  The log is emptied only once the peers'
+ * bits are durable: in one flush with them, a flush that failed could
+ * leave the log's pages cleared on disk without the peers' (a failed
+ * fdatasync may write some pages and drop others), and the next start
+ * resynced neither (sim seed 5909 of the --small-al profile). */
 static void intent_to_peers(struct repl_volume *vol, unsigned n_peers)
 {
 	uint64_t regions = meta_regions(vol->meta), n = 0;
@@ -140,9 +144,11 @@ static void intent_to_peers(struct repl_volume *vol, unsigned n_peers)
 	     r = meta_bit_next(vol->meta, META_INTENT, r + 1), n++)
 		for (unsigned i = 0; i < n_peers; i++)
 			meta_bits_set_range(vol->meta, i, r * rsz, rsz);
-	meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
-	if (meta_bitmap_flush(vol->meta) < 0)
+	if (meta_bitmap_flush(vol->meta) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the activity log in the bitmaps");
+		return;
+	}
+	meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
 	plog(LOG_NOTICE, vol->name, "crashed as Primary: %llu region(s) of the activity "
 	     "log will be resynced", (unsigned long long)n);
 }
