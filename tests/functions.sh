@@ -628,6 +628,29 @@ faultdisk_same_boot() {
 		hard_error "cannot write $FAULTDISK_DIR/boot-id"
 }
 
+# cached_pair NODE [same-boot]: the two-node cluster of the tests of
+# unflushed writes: a and b (cluster_config -t 5), NODE's daemon under
+# the faultdisk shim with a volatile write cache on its backing (a kill -9
+# drops what it holds, as a power loss drops a disk's cache; with
+# same-boot, its restarts are on one boot), a promoted and b in sync.
+cached_pair() {
+	cluster_config -t 5 a b
+	faultdisk_init
+	[ "${2:-}" != same-boot ] || faultdisk_same_boot
+	faultdisk_set cache "${NODE_BACKING[$1]}"
+	faultdisk_preload "$1"
+	start_pair a b
+}
+
+# unflushed_writes NODE BYTE: 4 MiB of BYTE at 1 MiB through a, with no
+# FLUSH; NODE's shim must hold some of them (else there is nothing to
+# test: a hard error).
+unflushed_writes() {
+	qio_unflushed "${NODE_NBD_URI[a]}" "write -P $2 1M 4M"
+	faultdisk_log | grep -q "^cache ${NODE_BACKING[$1]}" ||
+		hard_error "the shim held none of $1's writes: nothing to test"
+}
+
 # faultdisk_set RULE LINE...: makes RULE match the files whose path
 # contains one of the LINEs (for slow-flush, slow-write: "SUBSTRING
 # MILLISECONDS"),

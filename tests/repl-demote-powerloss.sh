@@ -18,17 +18,10 @@ requires timeout cmp qemu-io
 requires_replagentd
 requires_replagent
 
-cluster_config -t 5 a b
-faultdisk_init
-faultdisk_set cache "${NODE_BACKING[a]}"
-
-faultdisk_preload a
-start_pair a b
+cached_pair a
 ra_env a
 
-qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x61 1M 4M"
-faultdisk_log | grep -q "^cache ${NODE_BACKING[a]}" ||
-	hard_error "the shim held none of a's writes: nothing to test"
+unflushed_writes a 0x61
 ra_cli a demote "$CLUSTER_VOL" >/dev/null || fail "a does not demote"
 promote b
 kill_node a

@@ -15,16 +15,10 @@ requires timeout cmp qemu-io
 requires_replagentd
 requires_replagent
 
-cluster_config -t 5 a b
-faultdisk_init
-faultdisk_set cache "${NODE_BACKING[a]}"
-faultdisk_preload a
-start_pair a b
+cached_pair a
 
 # Plain writes, acknowledged by both, not flushed anywhere.
-qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x61 1M 4M"
-faultdisk_log | grep -q "^cache ${NODE_BACKING[a]}" ||
-	hard_error "the shim held none of a's writes: nothing to test"
+unflushed_writes a 0x61
 
 faultdisk_set eio-flush "${NODE_BACKING[a]}"
 ! qio_batch "${NODE_NBD_URI[a]}" "flush" 2>/dev/null ||

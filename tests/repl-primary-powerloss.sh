@@ -16,19 +16,12 @@ requires timeout cmp qemu-io
 requires_replagentd
 requires_replagent
 
-cluster_config -t 5 a b
-faultdisk_init
-faultdisk_set cache "${NODE_BACKING[a]}"
-
-faultdisk_preload a
-start_pair a b
+cached_pair a
 ra_env a
 
 # Plain writes only (no FLUSH).
-qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x61 1M 4M"
+unflushed_writes a 0x61
 kill_node a
-faultdisk_log | grep -q "^cache ${NODE_BACKING[a]}" ||
-	hard_error "the shim held none of a's writes: nothing to test"
 ! faultdisk_log | grep -q "^cache-flush ${NODE_BACKING[a]}" ||
 	hard_error "a flushed its writes: nothing to test"
 log "a lost power with unflushed writes it had acknowledged"

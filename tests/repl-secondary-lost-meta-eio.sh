@@ -17,17 +17,10 @@ requires timeout cmp qemu-io
 requires_replagentd
 requires_replagent
 
-cluster_config -t 5 a b
-faultdisk_init
-faultdisk_same_boot
-faultdisk_set cache "${NODE_BACKING[b]}"
-faultdisk_preload b
-start_pair a b
+cached_pair b same-boot
 
 # Plain writes, acknowledged by both; b's copy is only in the shim's cache.
-qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x61 1M 4M"
-faultdisk_log | grep -q "^cache ${NODE_BACKING[b]}" ||
-	hard_error "the shim held none of b's writes: nothing to test"
+unflushed_writes b 0x61
 
 # b's metadata fails from now on, and so does its next flush.
 faultdisk_set eio-write "${NODE_DIR[b]}/state/"

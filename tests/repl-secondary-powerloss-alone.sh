@@ -19,17 +19,10 @@ requires timeout cmp qemu-io
 requires_replagentd
 requires_replagent
 
-cluster_config -t 5 a b
-faultdisk_init
-faultdisk_set cache "${NODE_BACKING[b]}"
-
-faultdisk_preload b
-start_pair a b
+cached_pair b
 
 # Plain writes only (no FLUSH): b acknowledges them from its cache.
-qio_unflushed "${NODE_NBD_URI[a]}" "write -P 0x62 1M 4M"
-faultdisk_log | grep -q "^cache ${NODE_BACKING[b]}" ||
-	hard_error "the shim held none of b's writes: nothing to test"
+unflushed_writes b 0x62
 kill_node b
 kill_node a
 log "b lost power holding the writes in its cache; a's daemon was killed"
