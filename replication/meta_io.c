@@ -154,6 +154,7 @@ struct meta_flush_run {
 };
 
 struct meta_flush_job {
+	struct meta *m;			/* whose m->job this is */
 	int fd;
 	const char *path;
 	size_t n, cap;
@@ -298,6 +299,7 @@ int meta_bitmap_flush_begin(struct meta *m, struct meta_flush_job **out)
 	if (!j)
 		return -ENOMEM;
 	pthread_mutex_init(&j->lock, NULL);
+	j->m = m;
 	/* The job's own descriptor: meta_grow() may replace the file (and
 	 * close m->fd) while the job runs.  Its writes then reach the old
 	 * file, harmlessly: the new one was made from memory, which has
@@ -377,6 +379,8 @@ void meta_flush_job_free(struct meta_flush_job *j)
 {
 	if (!j)
 		return;
+	if (j->m && j->m->job == j)
+		j->m->job = NULL;
 	if (j->fd >= 0)
 		repl__sys->close(j->fd);
 	for (size_t i = 0; i < j->n; i++) {
@@ -397,7 +401,5 @@ void meta_flush_job_end(struct meta *m, struct meta_flush_job *j, int result)
 	if (j)
 		for (unsigned i = 0; i < META_BITMAPS; i++)
 			memset(m->pflush[i], 0, m->npages);
-	if (m->job == j)
-		m->job = NULL;
 	meta_flush_job_free(j);
 }
