@@ -42,6 +42,12 @@ static int new_gen_for(struct peer *p)
 	if (gen_on_disconnect_primary(&g, id) < 0)
 		return 0;
 	repl__gen_store(&sb, (int)p->idx, &g);
+	/* Lost before its asks arrived: what it applied last from our old
+	 * Primary is in no bitmap here, and if it also lost its power it
+	 * may differ there (sim seed 7629 of the --small-al profile: a TRIM
+	 * the old Primary sent to it alone): a blind bitmap (handshake.c). */
+	if (p->asks_owed)
+		sb.peers[p->idx].flags |= META_PF_BLIND;
 	/* Failed, it is not told to the others: it must not come back at a
 	 * restart either (issue 13: a split brain with a replica promoted
 	 * meanwhile). */

@@ -287,6 +287,8 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		struct wire_msg pong = { .type = WIRE_PING_ACK, .seq = m->seq };
 		if (m->seq && !(m->seq & WIRE_PING_ECHO_BIT) && p->peer_role == REPL_PRIMARY)
 			p->hooks->primary_seq(p->vol, m->seq);
+		if (m->seq & WIRE_PING_ECHO_BIT)
+			p->asks_owed = false;	/* its asks are all in our bitmap */
 		repl__peer_send_msg(p, &pong);
 		break;
 	}

@@ -74,6 +74,10 @@ struct peer {
 	/* We applied its writes or followed its generation while it was
 	 * Primary, and it has not demoted since (a crossing, clusterd.c). */
 	bool took_primary;
+	/* We were promoted after losing our Primary with it connected: what
+	 * it applied last from that Primary comes as its asks (recent.c),
+	 * in memory on both sides until its PING after them arrives. */
+	bool asks_owed;
 	/* The cluster says it lost a crossing and is stepping down: until it
 	 * says it is Secondary, none of its writes or generations is taken. */
 	bool lost_crossing;

@@ -334,6 +334,8 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	tell_peers(vol);
 	if (vol->lost_primary) {
 		vol->lost_primary = false;
+		for (unsigned i = 0; i < vol->n_peers; i++)
+			vol->peers[i]->asks_owed = repl__peer_up(vol->peers[i]);
 		repl__recent_after_promotion(vol);
 	}
 	repl__changed(vol);
