@@ -229,6 +229,11 @@ static int load_bitmaps(struct meta *m, unsigned version)
 
 int meta_open(const char *path, struct meta **out)
 {
+	return meta_open_void(path, 0, out);
+}
+
+int meta_open_void(const char *path, uint64_t void_seq, struct meta **out)
+{
 	uint8_t *buf = calloc(2, META_SLOT_SIZE);
 	struct meta_super sb;
 	struct meta *m = NULL;
@@ -261,8 +266,11 @@ int meta_open(const char *path, struct meta **out)
 		err = repl__full_pread(fd, buf, (size_t)MIN((uint64_t)st.st_size,
 						      2 * META_SLOT_SIZE), 0);
 	if (!err)
-		err = repl__meta_pick_slot(path, buf, &sb, &slot, &version);
+		err = repl__meta_pick_slot(path, buf, void_seq, &sb, &slot, &version);
 	free(buf);
+	/* the next update, into the void slot, must not have its seq again */
+	if (!err && sb.seq < void_seq)
+		sb.seq = void_seq;
 	if (!err && (uint64_t)st.st_size != repl__meta_file_size_for(&sb, version)) {
 		log_err("meta %s: file is %jd bytes, its superblock needs %" PRIu64
 			" (truncated or damaged)", path, (intmax_t)st.st_size,
@@ -309,16 +317,18 @@ const struct meta_super *meta_get(const struct meta *m)
  * slot, best effort, makes the next open take the superblock meta_get()
  * still shows.  Only a power loss that keeps the update and drops this
  * write brings it back. */
-static void slot_void(struct meta *m, unsigned slot)
+static void slot_void(struct meta *m, unsigned slot, uint64_t seq)
 {
 	uint8_t *buf = calloc(1, META_SLOT_SIZE);
 	int err = buf ? repl__full_pwrite(m->fd, buf, META_SLOT_SIZE,
 					  (off_t)slot * META_SLOT_SIZE) : -ENOMEM;
 
 	free(buf);
-	if (err)
+	if (err) {
 		log_err_errno(-err, "meta %s: voiding superblock slot %u after the failed "
 			      "update: a restart may read that update", m->path, slot);
+		m->unvoided = seq;
+	}
 }
 
 static int update(struct meta *m, const struct meta_super *sb, bool void_failed)
@@ -351,7 +361,7 @@ static int update(struct meta *m, const struct meta_super *sb, bool void_failed)
 	err = repl__meta_sync_fd(m, "a superblock update");
 	if (err) {
 		if (void_failed)
-			slot_void(m, slot);
+			slot_void(m, slot, next.seq);
 		return err;
 	}
 	m->sb = next;
@@ -367,6 +377,11 @@ int meta_update(struct meta *m, const struct meta_super *sb)
 int meta_update_void_failed(struct meta *m, const struct meta_super *sb)
 {
 	return update(m, sb, true);
+}
+
+uint64_t meta_unvoided(const struct meta *m)
+{
+	return m->unvoided;
 }
 
 void meta_assume(struct meta *m, const struct meta_super *sb)

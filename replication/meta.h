@@ -146,6 +146,11 @@ int meta_create(const char *path, const struct meta_super *init, struct meta **o
  * meta_grow() replaces it; its errors too).  Bitmap pages that fail their
  * check are logged, their ranges marked out of sync and flushed. */
 int meta_open(const char *path, struct meta **out);
+/* The same, where the superblock of seq void_seq (0: none) is an update
+ * that failed and could not be voided (meta_unvoided()): if it is the one
+ * found, the other slot is taken instead, and the next update has a seq
+ * above void_seq.  How the caller kept void_seq: lossmark.c. */
+int meta_open_void(const char *path, uint64_t void_seq, struct meta **out);
 /* Bitmap pages found damaged by meta_open() (their ranges are dirty). */
 uint64_t meta_bad_pages(const struct meta *m);
 /* Writes pending bitmap pages (best effort, errors logged), closes, frees.
@@ -165,6 +170,9 @@ int meta_update(struct meta *m, const struct meta_super *sb);
  * only a power loss that keeps the update and drops the voiding brings
  * it back), so that the next open takes the superblock meta_get() shows. */
 int meta_update_void_failed(struct meta *m, const struct meta_super *sb);
+/* The seq of the last update meta_update_void_failed() could not void (0:
+ * none): a restart would read it unless told (meta_open_void()). */
+uint64_t meta_unvoided(const struct meta *m);
 /* The caller cannot go on without an update that failed: the metadata
  * refuses every further update and flush (meta_broken()), as after a
  * failed fdatasync, until the volume is opened again.  why: for the log. */

@@ -311,10 +311,11 @@ void repl__meta_pages_encode(const struct meta *m, unsigned bm, size_t first, si
 
 /* ---- the current slot ---------------------------------------------------- */
 
-/* Picks the valid slot with the highest seq out of the first 8 KiB; its
+/* Picks the valid slot with the highest seq out of the first 8 KiB, but
+ * the other valid one where that seq is void_seq (meta_open_void()); its
  * format version is the file's. */
-int repl__meta_pick_slot(const char *path, const uint8_t *buf, struct meta_super *sb,
-			 unsigned *slot, unsigned *version)
+int repl__meta_pick_slot(const char *path, const uint8_t *buf, uint64_t void_seq,
+			 struct meta_super *sb, unsigned *slot, unsigned *version)
 {
 	struct meta_super cand[2];
 	unsigned ver[2] = { 0, 0 };
@@ -341,6 +342,12 @@ int repl__meta_pick_slot(const char *path, const uint8_t *buf, struct meta_super
 		return -EUCLEAN;
 	}
 	*slot = rc[0] ? 1 : rc[1] ? 0 : cand[1].seq > cand[0].seq;
+	if (void_seq && cand[*slot].seq == void_seq && !rc[1 - *slot]) {
+		log_warn("meta %s: superblock slot %u holds an update that failed and "
+			 "was never acted on (seq %" PRIu64 "): taking slot %u", path,
+			 *slot, void_seq, 1 - *slot);
+		*slot = 1 - *slot;
+	}
 	*sb = cand[*slot];
 	*version = ver[*slot];
 	return 0;

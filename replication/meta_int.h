@@ -48,6 +48,7 @@ struct meta {
 	size_t pages_set;		/* pages in PAGE_SET */
 	size_t pages_dirty;		/* pages not PAGE_CLEAN */
 	struct meta_flush_job *job;	/* begun and not yet ended */
+	uint64_t unvoided;		/* meta_unvoided() */
 };
 
 /* ---- little-endian field access ----------------------------------- */
@@ -73,8 +74,8 @@ const char *repl__meta_super_invalid(const struct meta_super *sb);
 void repl__meta_slot_encode(const struct meta_super *sb, uint8_t *s);
 /* The valid slot with the highest seq out of the first 8 KiB of path (in
  * buf): 0, -EUCLEAN (neither is valid) or -EPROTONOSUPPORT; logs why. */
-int repl__meta_pick_slot(const char *path, const uint8_t *buf, struct meta_super *sb,
-			 unsigned *slot, unsigned *version);
+int repl__meta_pick_slot(const char *path, const uint8_t *buf, uint64_t void_seq,
+			 struct meta_super *sb, unsigned *slot, unsigned *version);
 uint64_t repl__meta_file_size_for(const struct meta_super *sb, unsigned version);
 uint64_t repl__meta_file_size_of(const struct meta *m);
 off_t repl__meta_page_offset(const struct meta *m, unsigned bm, size_t page);

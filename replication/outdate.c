@@ -51,7 +51,7 @@ static int new_gen_for(struct peer *p)
 	/* Failed, it is not told to the others: it must not come back at a
 	 * restart either (issue 13: a split brain with a replica promoted
 	 * meanwhile). */
-	if (meta_update_void_failed(vol->meta, &sb) < 0) {
+	if (repl__lossmark_update_void_failed(vol, &sb) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record a new generation for %s", p->node);
 		return -EIO;
 	}

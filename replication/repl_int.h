@@ -21,6 +21,7 @@
 #include "stats.h"
 
 struct meta;
+struct meta_super;
 struct al;
 struct al_clear;
 struct iopool;
@@ -150,6 +151,7 @@ struct repl_volume {
 	char *backing;
 	char *loss_marker;		/* lossmark.c's file, NULL: none */
 	uint8_t loss_marked;		/* enum repl_loss it says (this run) */
+	uint64_t loss_void_seq;		/* the unvoided update it names, 0: none */
 	int fd;
 	bool blockdev;
 	uint64_t size;
@@ -382,10 +384,17 @@ enum repl_loss {
  * (unless it says more already) for a restart on this boot. */
 void repl__lossmark_set(struct repl_volume *vol, enum repl_loss kind);
 /* At open: the kind a marker of this boot says, else REPL_LOSS_NONE (a
- * marker of another boot is removed). */
-enum repl_loss repl__lossmark_get(struct repl_volume *vol, const uint8_t boot_id[16]);
+ * marker of another boot is removed), and in *void_seq the superblock it
+ * says to pass over (meta_open_void()), else 0. */
+enum repl_loss repl__lossmark_get(struct repl_volume *vol, const uint8_t boot_id[16],
+				  uint64_t *void_seq);
+/* meta_update_void_failed(), and when the failed update could not be
+ * voided, the marker names it so that a restart on this boot does not
+ * take it (sim seed 6810 of the EIO profile). */
+int repl__lossmark_update_void_failed(struct repl_volume *vol, const struct meta_super *sb);
 /* The metadata now records a loss of this kind, or (REPL_LOSS_BLANK) data
- * that replaced what was lost: a marker that says no more goes. */
+ * that replaced what was lost (after a successful update, so no void
+ * superblock is left to pass over): a marker that says no more goes. */
 void repl__lossmark_recorded(struct repl_volume *vol, enum repl_loss kind);
 /* New metadata: a marker left by the replica it replaces goes. */
 void repl__lossmark_forget(struct repl_volume *vol);

@@ -321,7 +321,7 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	/* Refused, it must not come back at a restart (issue 13): with its
 	 * role Primary and a generation no peer is told of, it would make
 	 * a split brain with the replica promoted instead. */
-	r = meta_update_void_failed(vol->meta, &sb);
+	r = repl__lossmark_update_void_failed(vol, &sb);
 	if (r < 0)
 		return refuse(why, len, r, "cannot write the metadata%s", "");
 	repl__lossmark_recorded(vol, REPL_LOSS_BLANK);	/* the reference now */

@@ -236,14 +236,20 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 {
 	const struct meta_super *sb;
 	struct meta_super upd;
-	enum repl_loss loss;
+	enum repl_loss loss = REPL_LOSS_NONE;
+	uint64_t void_seq = 0;
+	uint8_t boot_id[16];
 	int r;
 
 	if (repl__sys->access(path, F_OK) < 0 && errno == ENOENT) {
 		repl__lossmark_forget(vol);	/* an old replica's */
 		return volume_new_meta(vol, path, cfg, had_data);
 	}
-	r = meta_open(path, &vol->meta);
+	if (repl__sys->boot_id(boot_id) < 0)
+		memset(boot_id, 0, sizeof(boot_id));
+	if (cfg->n_peers)
+		loss = repl__lossmark_get(vol, boot_id, &void_seq);
+	r = meta_open_void(path, void_seq, &vol->meta);
 	if (r < 0) {
 		plog_errno(LOG_ERR, vol->name, -r, "cannot read metadata %s", path);
 		if (r == -EUCLEAN)
@@ -262,8 +268,7 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		return r;
 	sb = meta_get(vol->meta);
 	upd = *sb;
-	if (repl__sys->boot_id(upd.boot_id) < 0)
-		memset(upd.boot_id, 0, sizeof(upd.boot_id));
+	memcpy(upd.boot_id, boot_id, sizeof(upd.boot_id));
 	if (!(sb->flags & META_F_CLEAN)) {
 		bool restarted, kept;
 
@@ -292,7 +297,6 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 		intent_to_peers(vol, cfg->n_peers);
 	else	/* nothing was being written: the activity log starts empty */
 		meta_bits_clear_range(vol->meta, META_INTENT, 0, vol->size);
-	loss = cfg->n_peers ? repl__lossmark_get(vol, upd.boot_id) : REPL_LOSS_NONE;
 	if (loss)
 		loss_apply(vol, &upd, loss);
 	/* A replica starts as Secondary; only a local volume keeps its role. */

@@ -471,6 +471,79 @@ static void test_failed_update(void)
 	meta_close(m);
 }
 
+/* The same when voiding the slot fails too (the disk fails its writes):
+ * meta_unvoided() names the update, and meta_open_void() given it takes
+ * the other slot, then writes the next update above it (sim seed 6810 of
+ * the EIO profile: a new generation for a lost peer read back at the
+ * restart, and a split brain with the replica promoted meanwhile). */
+static bool sync_failed;
+
+static int fdatasync_fails_once(int fd)
+{
+	(void)fd;
+	sync_failed = true;
+	errno = EIO;
+	return -1;
+}
+
+static ssize_t pwritev2_fails_after_sync(int fd, const void *buf, size_t len, off_t off,
+					 int rwflags)
+{
+	if (sync_failed) {
+		errno = EIO;
+		return -1;
+	}
+	return repl__sys_posix.pwritev2(fd, buf, len, off, rwflags);
+}
+
+static void test_unvoided_update(void)
+{
+	struct meta_super sb, a, b, c;
+	struct meta *m = create_std("unvoided", &sb);
+
+	if (!m)
+		return;
+	a = sb;
+	a.gen_current = 0xa;
+	CHECK(meta_update(m, &a) == 0 && meta_unvoided(m) == 0);
+	failing_sync = repl__sys_posix;
+	failing_sync.fdatasync = fdatasync_fails_once;
+	failing_sync.pwritev2 = pwritev2_fails_after_sync;
+	sync_failed = false;
+	repl_sys_set(&failing_sync);
+	b = a;
+	b.gen_current = 0xb;
+	CHECK(meta_update_void_failed(m, &b) == -EIO);
+	repl_sys_set(NULL);
+	CHECK(meta_unvoided(m) == 3);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);	/* what a restart not told reads */
+	if (m)
+		CHECK(meta_get(m)->gen_current == 0xb && meta_get(m)->seq == 3);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open_void(path, 2, &m) == 0);	/* not the newest: no effect */
+	if (m)
+		CHECK(meta_get(m)->gen_current == 0xb && meta_get(m)->seq == 3);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open_void(path, 3, &m) == 0);
+	if (!m)
+		return;
+	CHECK_MSG(super_same(meta_get(m), &a), "the unvoided update is read: gen_current %#llx",
+		  (unsigned long long)meta_get(m)->gen_current);
+	c = a;
+	c.gen_current = 0xc;
+	CHECK(meta_update(m, &c) == 0 && meta_get(m)->seq == 4);
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open_void(path, 3, &m) == 0);	/* a stale name: no effect */
+	if (m)
+		CHECK(super_same(meta_get(m), &c) && meta_get(m)->seq == 4);
+	meta_close(m);
+}
+
 static void test_both_corrupt(void)
 {
 	struct meta_super sb;
@@ -1213,6 +1286,7 @@ int main(void)
 	test_assume();
 	test_torn_update();
 	test_failed_update();
+	test_unvoided_update();
 	test_both_corrupt();
 	test_truncated();
 	test_garbage();
