@@ -345,16 +345,22 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	 * first, as outdate_peer() does for a peer lost, or a power loss here
 	 * would take writes whose only other copy is no longer trusted (sim
 	 * seed 2463: the crashed Primary then resynced its stale data over
-	 * the one copy left, and was promoted).  Rare enough to wait for. */
+	 * the one copy left, and was promoted).  Rare enough to wait for.
+	 * And what it acknowledged and had not flushed goes to its bitmap: a
+	 * flush of its own may be what failed (a migration client's), and
+	 * its disk may have dropped any of those writes (sim seed 13640 of
+	 * the EIO profile: a later bitmap resync left one out). */
 	if (vol->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
-	    p->peer_disk == GEN_DISK_UPTODATE && s->disk == GEN_DISK_INCONSISTENT &&
-	    (r = repl__iopool_sync(vol->pool, &lost)) < 0) {
-		plog_errno(LOG_ERR, vol->name, -r, "flushing the backing after %s went "
-			   "Inconsistent", p->node);
-		if (lost)
-			vol->eng->write_obs->disk_lost(vol);
-		if (vol->role != REPL_PRIMARY)
-			return;		/* it stepped down: p's link is gone */
+	    p->peer_disk == GEN_DISK_UPTODATE && s->disk == GEN_DISK_INCONSISTENT) {
+		if ((r = repl__iopool_sync(vol->pool, &lost)) < 0) {
+			plog_errno(LOG_ERR, vol->name, -r, "flushing the backing after %s "
+				   "went Inconsistent", p->node);
+			if (lost)
+				vol->eng->write_obs->disk_lost(vol);
+			if (vol->role != REPL_PRIMARY)
+				return;	/* it stepped down: p's link is gone */
+		}
+		repl__unfl_lost(p);
 	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
