@@ -5,7 +5,9 @@
  * daemon stops serving writes and is restarted on the same boot, where
  * the metadata still says what it said before the loss: UpToDate over
  * data the page cache dropped (sim seeds 796 and 1508 of the EIO and
- * --inline profiles).
+ * --inline profiles).  A Primary that keeps its role after such a flush
+ * (no other replica holds every write: outdate.c) records no loss in its
+ * metadata at all; it writes the marker too (sim seed 28061).
  *
  * The marker is a small file in the daemon's run directory (a tmpfs,
  * /run/replagent: it is cleared by a reboot, as the page cache is, and it
@@ -87,8 +89,8 @@ void repl__lossmark_set(struct repl_volume *vol, enum repl_loss kind)
 	if (!vol->loss_marker || kind <= vol->loss_marked)
 		return;
 	if (write_marker(vol, kind, vol->loss_void_seq) == 0)
-		plog(LOG_WARNING, vol->name, "the metadata could not record that this disk "
-		     "lost writes: %s says so until it can", vol->loss_marker);
+		plog(LOG_WARNING, vol->name, "this disk lost writes its metadata does not "
+		     "record: %s says so for a restart on this boot", vol->loss_marker);
 }
 
 int repl__lossmark_update_void_failed(struct repl_volume *vol, const struct meta_super *sb)

@@ -422,6 +422,12 @@ void repl__rep_disk_lost(struct repl_volume *vol)
 		}
 	plog(LOG_ERR, vol->name, "this disk failed a flush and may have dropped writes it "
 	     "acknowledged; no other replica holds them all: each takes a full resync");
+	/* A restart on this boot must not read this data as all there (it
+	 * would read "only the daemon stopped"): as after a power loss, a
+	 * replica that kept those writes is the better source then (sim
+	 * seed 28061 of the EIO profile: one acknowledged write held by the
+	 * peer alone, the restarted Primary UpToDate without it). */
+	repl__lossmark_set(vol, REPL_LOSS_POWER);
 	/* Those in flight may be among them: none is acknowledged now. */
 	for (struct vwrite *w = vol->writes; w; w = w->vnext)
 		if (!w->result)
