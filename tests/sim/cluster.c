@@ -480,6 +480,7 @@ static void roles(void)
  * run's budget. */
 void cm_move(int d)
 {
+	struct repl_volume_status st;
 	char why[200];
 	int p = cm_primary, r;
 
@@ -494,6 +495,15 @@ void cm_move(int d)
 		return;
 	}
 	trace("FAULT move n%d -> n%d: the guest stopped on n%d, which is demoted", p, d, p);
+	/* As a Secondary it keeps no activity log, and the Primary promoted
+	 * next tracks only what it sends itself: what it acknowledged as
+	 * Primary must be durable now, or a power loss takes it with nothing
+	 * to resync it (e773d86, found by tests/repl-demote-powerloss.sh, not
+	 * by the sweeps: the next Primary's flush usually came first). */
+	ON(p, repl_volume_status(nodes[p].vol, &st));
+	if (!strcmp(st.disk, "UpToDate") && sim_disk_unflushed(p, "/d/v.img"))
+		fail("lost-write", "n%d was demoted with writes it acknowledged not yet "
+		     "durable", p);
 	cm_primary = -1;
 	owed_promotion = true;
 	move_to = d;

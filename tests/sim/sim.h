@@ -101,6 +101,8 @@ unsigned sim_disk_failed(int node);
 void sim_disk_power_loss(int node, int mode);
 /* The current (cached) content of a node's file, for the checks. */
 const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size);
+/* Whether a node's file holds writes no flush made durable yet. */
+bool sim_disk_unflushed(int node, const char *path);
 /* The path of a node's file that starts with prefix and ends with suffix
  * (the newest), or NULL. */
 const char *sim_disk_find(int node, const char *prefix, const char *suffix);

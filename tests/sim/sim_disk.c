@@ -300,6 +300,13 @@ const uint8_t *sim_disk_view(int node, const char *path, uint64_t *size)
 	return f ? f->cache : NULL;
 }
 
+bool sim_disk_unflushed(int node, const char *path)
+{
+	struct vfile *f = lookup(node, path);
+
+	return f && f->pend;
+}
+
 const char *sim_disk_find(int node, const char *prefix, const char *suffix)
 {
 	size_t pl = strlen(prefix), sl = strlen(suffix);
