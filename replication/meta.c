@@ -354,8 +354,15 @@ static int update(struct meta *m, const struct meta_super *sb, bool void_failed)
 	repl__meta_slot_encode(&next, buf);
 	err = repl__full_pwrite(m->fd, buf, META_SLOT_SIZE, (off_t)slot * META_SLOT_SIZE);
 	free(buf);
+	/* As after a failed fdatasync: no later update may write, from
+	 * meta_get(), a superblock without this one's change (a peer not
+	 * recorded Outdated, this replica not recorded Outdated), and the
+	 * caller does not go on as if it was made.  A restart reads what
+	 * the slots hold (a torn slot fails its check). */
 	if (err) {
-		log_err_errno(-err, "meta %s: writing superblock slot %u", m->path, slot);
+		log_err_errno(-err, "meta %s: writing superblock slot %u; refusing further "
+			      "writes", m->path, slot);
+		m->broken = -EIO;
 		return err;
 	}
 	err = repl__meta_sync_fd(m, "a superblock update");

@@ -160,9 +160,11 @@ void meta_close(struct meta *m);
 const struct meta_super *meta_get(const struct meta *m);
 /* Makes *sb the current superblock, durably (fdatasync) before returning;
  * sb->seq is ignored and meta_get() then shows the new seq.  size and
- * region_shift cannot change (-EINVAL); on error meta_get() is unchanged.
- * An update whose fdatasync failed may still be found by the next open
- * (the page cache, or a disk that took the write): "maybe recorded". */
+ * region_shift cannot change (-EINVAL); on error meta_get() is unchanged,
+ * and a failed write or fdatasync leaves the metadata broken (every later
+ * update refused: meta_broken()).  An update whose fdatasync failed may
+ * still be found by the next open (the page cache, or a disk that took
+ * the write): "maybe recorded". */
 int meta_update(struct meta *m, const struct meta_super *sb);
 /* The same, for an update that must not be found later once it failed,
  * as the caller acts as if it was never made (a new generation no peer is

@@ -544,6 +544,46 @@ static void test_unvoided_update(void)
 	meta_close(m);
 }
 
+/* A superblock write that fails (not its fdatasync) leaves the metadata
+ * broken as well: a later update, made from meta_get(), would otherwise
+ * write a superblock without the failed change (a peer recorded
+ * Outdated, this replica Outdated), and the failed change is lost. */
+static ssize_t pwritev2_fails(int fd, const void *buf, size_t len, off_t off, int rwflags)
+{
+	(void)fd, (void)buf, (void)len, (void)off, (void)rwflags;
+	errno = EIO;
+	return -1;
+}
+
+static void test_failed_write(void)
+{
+	struct meta_super sb, a, b;
+	struct meta *m = create_std("failed-write", &sb);
+
+	if (!m)
+		return;
+	a = sb;
+	a.peers[0].disk_state = META_OUTDATED;
+	failing_sync = repl__sys_posix;
+	failing_sync.pwritev2 = pwritev2_fails;
+	repl_sys_set(&failing_sync);
+	CHECK(meta_update(m, &a) == -EIO);
+	repl_sys_set(NULL);
+	CHECK(super_same(meta_get(m), &sb));
+	CHECK_MSG(meta_broken(m) == -EIO, "a failed superblock write leaves the metadata "
+		  "usable: %d", meta_broken(m));
+	b = *meta_get(m);
+	b.gen_current = 0xb;
+	CHECK_MSG(meta_update(m, &b) == -EIO, "a later update wrote a superblock without "
+		  "the failed change");
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	if (m)
+		CHECK(super_same(meta_get(m), &sb));
+	meta_close(m);
+}
+
 static void test_both_corrupt(void)
 {
 	struct meta_super sb;
@@ -1287,6 +1327,7 @@ int main(void)
 	test_torn_update();
 	test_failed_update();
 	test_unvoided_update();
+	test_failed_write();
 	test_both_corrupt();
 	test_truncated();
 	test_garbage();
