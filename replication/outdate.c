@@ -184,9 +184,15 @@ static void outdate_peer(struct peer *p, const char *what)
 			   "recording %s Outdated", p->node);
 	if (lost) {
 		/* p holds writes that this disk may have lost: it is the
-		 * one to promote, not to outdate. */
+		 * one to promote, not to outdate.  Unless no replica holds
+		 * them all and we stay Primary: then p misses what we
+		 * acknowledge from now on, and is outdated as any lost peer
+		 * (sim seed 10899 of the EIO profile: writes acknowledged
+		 * without it while it stayed UpToDate). */
 		repl__rep_disk_lost(vol);
-		return;
+		if (vol->role != REPL_PRIMARY)
+			return;
+		sb = *meta_get(vol->meta);	/* its bits are all set now */
 	}
 	p->gen_pending = meta_new_gen();
 	sb.peers[p->idx].disk_state = META_OUTDATED;

@@ -596,6 +596,11 @@ void repl__rs_more(struct peer *p)
 	repl__rs_start_source(p, false);
 	if (p->rs)
 		p->rs->agreement = agreement;
+	/* Such a target holds every acknowledged write throughout: lost
+	 * now, it is one a Primary whose flush then failed steps down for
+	 * (outdate.c's holds_acked(); sim seed 28061 of the EIO profile). */
+	if (p->rs && agreement)
+		p->peer_disk = GEN_DISK_UPTODATE;
 }
 
 bool repl__rs_target_holds_all(const struct peer *p)
