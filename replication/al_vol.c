@@ -109,6 +109,12 @@ static void clear_outside_set(struct repl_volume *vol)
 					      UINT64_C(1) << shift);
 }
 
+/* Extent ext's intent bits go (in memory). */
+static void ext_clear(struct repl_volume *vol, uint64_t ext)
+{
+	meta_bits_clear_range(vol->meta, META_INTENT, ext << vol->al_shift, ext_bytes(vol));
+}
+
 /* Bits whose writes a flush has made durable leave the activity log (in
  * memory; the next bitmap flush writes them), unless their extent came
  * back into the set.  None while a write too large for the set is in
@@ -123,8 +129,7 @@ static bool clear_durable(struct repl_volume *vol)
 		return false;
 	while (c->n && repl__iopool_durable(vol->pool, (e = &c->q[c->head])->mark)) {
 		if (!al_contains(vol->al, e->ext)) {
-			meta_bits_clear_range(vol->meta, META_INTENT, e->ext << vol->al_shift,
-					      ext_bytes(vol));
+			ext_clear(vol, e->ext);
 			any = true;
 		}
 		c->head = (c->head + 1) % c->cap;
@@ -151,8 +156,7 @@ static void clear_flush_done(struct repl_io *io)
 	c->flushing = false;
 	if (io->result < 0 && io->flush_lost)
 		vol->eng->write_obs->disk_lost(vol);
-	if (vol->meta)
-		clear_durable(vol);
+	clear_durable(vol);	/* the pool drains before the metadata closes */
 }
 
 /* Our own flush of the data, when bits pile up waiting for one that the
@@ -176,8 +180,7 @@ static void evicted(struct repl_volume *vol, uint64_t ext)
 	uint64_t mark = repl__iopool_mark(vol->pool);
 
 	if (repl__iopool_durable(vol->pool, mark)) {
-		meta_bits_clear_range(vol->meta, META_INTENT, ext << vol->al_shift,
-				      ext_bytes(vol));
+		ext_clear(vol, ext);
 		return;
 	}
 	if (c->n == c->cap) {
