@@ -136,7 +136,7 @@ void repl__apply_unblock(struct repl_volume *vol)
  * is the closest.  A metadata write that fails too leaves the metadata
  * broken, which refuses a promotion as well, until the daemon restarts
  * (tests/sim/known-failures-inline, 1508). */
-void repl__apply_disk_failed(struct repl_volume *vol)
+void repl__apply_disk_failed(struct repl_volume *vol, const char *what)
 {
 	struct meta_super sb = *meta_get(vol->meta);
 
@@ -158,7 +158,7 @@ void repl__apply_disk_failed(struct repl_volume *vol)
 	if (vol->disk_state == GEN_DISK_INCONSISTENT)
 		return;
 	vol->disk_state = GEN_DISK_INCONSISTENT;
-	plog(LOG_WARNING, vol->name, "a write failed here: Inconsistent until resynced");
+	plog(LOG_WARNING, vol->name, "%s: Inconsistent until resynced", what);
 	repl__peers_tell_state(vol);
 	repl__changed(vol);
 }
@@ -189,7 +189,9 @@ static void apply_done(struct repl_io *io)
 			   a->p->node);
 	if (io->result < 0) {
 		vol->apply->failures++;
-		repl__apply_disk_failed(vol);
+		repl__apply_disk_failed(vol, io->op == REPL_IO_FLUSH ?
+					"a flush here lost writes not yet durable" :
+					"a write failed here");
 	}
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);
