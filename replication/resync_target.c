@@ -127,6 +127,13 @@ static void rs_sync_done(struct repl_io *io)
 	if (io->result < 0)
 		plog_errno(LOG_ERR, p->vol->name, -io->result, "flushing the data resynced from %s",
 			   p->node);
+	/* Writes not yet durable here may be gone with it, the Primary's
+	 * that this replica acknowledged among them: Inconsistent before
+	 * anything else happens, as for any other flush (sim seed 13282 of
+	 * the --small-al profile: a target of a resync of only what failed
+	 * on its Primary stayed UpToDate without one). */
+	if (io->result < 0 && io->flush_lost)
+		p->vol->eng->write_obs->disk_lost(p->vol);
 	if (y->seq && same) {
 		m.u.ack = (struct wire_ack){ y->seq,
 			io->result < 0 ? (uint32_t)MIN(-io->result, 4095) : 0 };
