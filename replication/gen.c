@@ -57,8 +57,8 @@
  *  40   no resync, or a source or target: no Primary      carry it
  *       connected to either, the source UpToDate
  *  41   either has a Primary connected                    wait (from it)
- *  42   the source is not UpToDate, or crashed as         wait for a Primary
- *       Primary, or the rule is not 9, 10 or 14
+ *  42   the source is not UpToDate, crashed as Primary    wait for a Primary
+ *       or lost power, or the rule is not 9, 10 or 14
  *  43   split brain, unrelated, refused                   wait for a Primary
  *
  * Departures from DRBD: generations carry no flag bits (no masking); rule 8
@@ -686,7 +686,11 @@ const char *gen_secondaries_wait(struct gen_verdict gv, const struct gen_side *l
 		return "waits for a Primary";
 	if (local_has_primary || peer_has_primary)
 		return "a Primary is connected: the resync comes from it";
-	if (src->disk_state != GEN_DISK_UPTODATE || src->crashed_primary ||
+	/* One that lost power may lack writes the target holds (it cannot
+	 * say which): only a Primary's data is the reference then (sim seed
+	 * 64176 of the EIO profile: a full resync from such a Secondary took
+	 * a write from the other that the Primary then did not resend). */
+	if (src->disk_state != GEN_DISK_UPTODATE || src->crashed_primary || src->lost_power ||
 	    (gv.rule != GEN_R_BITMAP && gv.rule != GEN_R_HISTORY &&
 	     gv.rule != GEN_R_LOST_POWER))
 		return "the source is not known UpToDate: waits for a Primary";

@@ -609,6 +609,10 @@ static const struct sec_row sec_rows[] = {
 	  L(B, A, 0, 0, INCONSISTENT, 0, 0), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
 	{ "source crashed as primary", GEN_SOURCE_BITMAP, GEN_R_BITMAP,
 	  L(B, A, 0, 0, UPTODATE, 0, 1), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
+	/* sim seed 64176: a Secondary that lost power gave a full resync
+	 * from its torn data to one that held a write it had lost */
+	{ "source lost power", GEN_SOURCE_FULL, GEN_R_HISTORY,
+	  L(B, 0, A, 0, UPTODATE, 0, LP | HR), P(A, 0, 0, 0, OUTDATED, 0, 0), 0, 0, true },
 	{ "only rule 20: the target is inconsistent", GEN_SOURCE_FULL, GEN_R_INCONSISTENT,
 	  L(A, 0, 0, 0, UPTODATE, 0, 0), P(C, 0, 0, 0, INCONSISTENT, 0, 0), 0, 0, true },
 };
