@@ -189,6 +189,16 @@ static inline int open_expect_fail(void)
 	return err;
 }
 
+/* Closes m and opens the file again: what a restart reads.  NULL (and a
+ * failed check) when it does not open. */
+static inline struct meta *reopen(struct meta *m)
+{
+	meta_close(m);
+	m = NULL;
+	CHECK(meta_open(path, &m) == 0);
+	return m;
+}
+
 static inline struct meta *create_std(const char *name, struct meta_super *sb)
 {
 	struct meta *m = NULL;

@@ -201,10 +201,7 @@ static void test_flush_during_job(void)
 	if (job)
 		CHECK(meta_flush_job_run(job) == 0);
 	meta_flush_job_end(m, job, 0);
-	meta_close(m);
-	m = NULL;
-	CHECK(meta_open(path, &m) == 0);
-	if (!m)
+	if (!(m = reopen(m)))
 		return;
 	CHECK(meta_bit_test(m, META_INTENT, 1) && meta_bit_test(m, META_INTENT, 2));
 	meta_close(m);
@@ -258,10 +255,7 @@ static void test_bitmap_model(void)
 	for (uint64_t r = 0; r < N; r++)
 		CHECK(meta_bit_test(m, 0, r) == model[r]);
 	CHECK(meta_bitmap_flush(m) == 0);
-	meta_close(m);
-	m = NULL;
-	CHECK(meta_open(path, &m) == 0);
-	if (!m)
+	if (!(m = reopen(m)))
 		return;
 	for (uint64_t r = 0; r < N; r++)
 		CHECK(meta_bit_test(m, 0, r) == model[r]);
@@ -310,10 +304,7 @@ static void test_bitmap_damage(void)
 	CHECK(meta_bits_count(m, 1) == 1 && meta_bit_test(m, 1, 7));
 	CHECK(meta_bits_count(m, META_INTENT) == 1 && meta_bit_test(m, META_INTENT, 50000));
 	CHECK(!meta_bitmap_needs_flush(m));	/* already rewritten */
-	meta_close(m);
-	m = NULL;
-	CHECK(meta_open(path, &m) == 0);
-	if (!m)
+	if (!(m = reopen(m)))
 		return;
 	CHECK(meta_bad_pages(m) == 0 && meta_bits_count(m, 0) == 2 + (65408 - 32704));
 	meta_close(m);
@@ -384,10 +375,7 @@ static void test_upgrade(void)
 	CHECK(dir_entries() == 1);
 	CHECK(raw_rw(false, &v, 4, 8) == 0 && le32toh(v) == 3);
 	CHECK(raw_rw(false, &v, 4, 4096 + 8) == 0 && le32toh(v) == 3);
-	meta_close(m);
-	m = NULL;
-	CHECK(meta_open(path, &m) == 0);
-	if (!m)
+	if (!(m = reopen(m)))
 		return;
 	CHECK(meta_get(m)->seq == 2 && meta_bad_pages(m) == 0);
 	for (unsigned i = 0; i < META_BITMAPS; i++)
@@ -554,10 +542,7 @@ static void test_grow_flush_job(void)
 		CHECK(meta_flush_job_run(job) == 0);
 	meta_flush_job_free(job);
 	CHECK(meta_bitmap_flush(m) == 0);
-	meta_close(m);
-	m = NULL;
-	CHECK(meta_open(path, &m) == 0);
-	if (!m)
+	if (!(m = reopen(m)))
 		return;
 	CHECK(meta_get(m)->size == big);
 	CHECK(meta_bit_test(m, 0, 777) && meta_bit_test(m, 2, 40000));
