@@ -192,7 +192,9 @@ static void outdate_peer(struct peer *p, const char *what)
 		repl__rep_disk_lost(vol);
 		if (vol->role != REPL_PRIMARY)
 			return;
-		sb = *meta_get(vol->meta);	/* its bits are all set now */
+		/* Not to write back a copy older than what disk_lost
+		 * may have recorded. */
+		sb = *meta_get(vol->meta);
 	}
 	p->gen_pending = meta_new_gen();
 	sb.peers[p->idx].disk_state = META_OUTDATED;
