@@ -125,6 +125,31 @@ void repl__apply_unblock(struct repl_volume *vol)
 	}
 }
 
+/* A flush here lost writes not yet durable: any write a peer sent us and
+ * we acknowledged since the last flush that worked may be gone, a resync's
+ * copies among them.  Where our STATE tells (UpToDate to Inconsistent on a
+ * link in sync: peer_state.c), the Primary marks what we acknowledged and
+ * had not flushed.  Elsewhere nothing would: a resync source clears the
+ * bits of copies whose flush works after this one (nothing is pending by
+ * then), and a FLUSH of an earlier connection gets no error acknowledged
+ * (sim seed 140408 of the EIO profile: a resync target, Inconsistent
+ * already, came back UpToDate without a copy this flush tore).  Such
+ * links go: the writer takes a link lost as it does any, and keeps the
+ * bits of what was not confirmed durable. */
+static void drop_writers(struct repl_volume *vol, bool was_uptodate)
+{
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		struct peer *p = vol->peers[i];
+
+		if (!repl__peer_up(p))
+			continue;
+		if (p->link == REPL_LINK_SYNC_TARGET ||
+		    (p->peer_role == REPL_PRIMARY &&
+		     !(was_uptodate && p->link == REPL_LINK_CONNECTED)))
+			repl__peer_drop(p, "a flush here lost writes acknowledged to it");
+	}
+}
+
 /* Our disk failed a write (or a flush) of the Primary's, or a flush of
  * our own that found writes not yet durable (outdate.c's
  * repl__rep_disk_lost(), at a promotion): this replica no longer holds
@@ -136,9 +161,10 @@ void repl__apply_unblock(struct repl_volume *vol)
  * is the closest.  A metadata write that fails too leaves the metadata
  * broken, which refuses a promotion as well, until the daemon restarts
  * (tests/sim/known-failures-inline, 1508). */
-void repl__apply_disk_failed(struct repl_volume *vol, const char *what)
+void repl__apply_disk_failed(struct repl_volume *vol, const char *what, bool lost)
 {
 	struct meta_super sb = *meta_get(vol->meta);
+	bool was_uptodate = vol->disk_state == GEN_DISK_UPTODATE;
 
 	if (vol->role == REPL_PRIMARY)
 		return;
@@ -155,6 +181,8 @@ void repl__apply_disk_failed(struct repl_volume *vol, const char *what)
 			repl__lossmark_recorded(vol, REPL_LOSS_INCONSISTENT);
 		}
 	}
+	if (lost)
+		drop_writers(vol, was_uptodate);
 	if (vol->disk_state == GEN_DISK_INCONSISTENT)
 		return;
 	vol->disk_state = GEN_DISK_INCONSISTENT;
@@ -191,7 +219,7 @@ static void apply_done(struct repl_io *io)
 		vol->apply->failures++;
 		repl__apply_disk_failed(vol, io->op == REPL_IO_FLUSH ?
 					"a flush here lost writes not yet durable" :
-					"a write failed here");
+					"a write failed here", io->op == REPL_IO_FLUSH);
 	}
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);

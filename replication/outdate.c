@@ -419,7 +419,7 @@ void repl__rep_disk_lost(struct repl_volume *vol)
 	if (vol->closing)
 		return;
 	if (vol->role != REPL_PRIMARY) {
-		repl__apply_disk_failed(vol, "a flush here lost writes not yet durable");
+		repl__apply_disk_failed(vol, "a flush here lost writes not yet durable", true);
 		return;
 	}
 	for (unsigned i = 0; i < vol->n_peers; i++)

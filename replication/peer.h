@@ -378,8 +378,10 @@ void repl__apply_unblock(struct repl_volume *vol);
  * after a point (apply.c). */
 uint64_t repl__apply_failures(const struct repl_volume *vol);
 /* Our disk failed a write or flush of the Primary's data: Inconsistent.
- * what: the failure, for the log ("a write failed here"). */
-void repl__apply_disk_failed(struct repl_volume *vol, const char *what);
+ * what: the failure, for the log ("a write failed here"); lost: a flush
+ * that found writes not yet durable (the links of peers whose writes it
+ * may have dropped go, unless our STATE tells them). */
+void repl__apply_disk_failed(struct repl_volume *vol, const char *what, bool lost);
 /* apply.c's state (vol->apply), from volume.c; and who is told when an
  * apply ends (replicate.c: a write of its own may wait behind it). */
 int repl__apply_open(struct repl_volume *vol);

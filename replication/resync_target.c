@@ -132,8 +132,10 @@ static void rs_sync_done(struct repl_io *io)
 	 * anything else happens, as for any other flush (sim seed 13282 of
 	 * the --small-al profile: a target of a resync of only what failed
 	 * on its Primary stayed UpToDate without one). */
-	if (io->result < 0 && io->flush_lost)
+	if (io->result < 0 && io->flush_lost) {
 		p->vol->eng->write_obs->disk_lost(p->vol);
+		same = same && repl__peer_up(p);	/* apply.c may drop it */
+	}
 	if (y->seq && same) {
 		m.u.ack = (struct wire_ack){ y->seq,
 			io->result < 0 ? (uint32_t)MIN(-io->result, 4095) : 0 };
