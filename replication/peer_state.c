@@ -324,7 +324,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
 	struct peer *o = NULL;
-	bool unrecorded = false, lost;
+	bool unrecorded = false, lost, went_inconsistent = false;
 	int r;
 
 	if (s->role == REPL_PRIMARY && p->peer_role != REPL_PRIMARY &&
@@ -361,6 +361,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 				return;	/* it stepped down: p's link is gone */
 		}
 		repl__unfl_lost(p);
+		went_inconsistent = true;
 	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
@@ -441,6 +442,13 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		return;
 	}
 	p->hooks->rs_peer_state(p);
+	/* Nothing else starts its resync: no write of ours failed there (a
+	 * flush of its own lost writes, a migration client's), and it stays
+	 * Inconsistent, even with no region to copy, until a resync ends
+	 * (sim seed 91016 of the EIO profile: never, on a link that stayed). */
+	if (went_inconsistent && vol->role == REPL_PRIMARY && repl__peer_up(p) &&
+	    p->link == REPL_LINK_CONNECTED)
+		p->hooks->rs_more(p);
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
 		     o ? o->node : "this node");
