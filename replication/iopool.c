@@ -106,8 +106,12 @@ struct iopool {
 	 * FLUSH that succeeded covers (those done before its submission). */
 	uint64_t writes_done, flushed;
 	/* Atomic: flushes that failed with writes not yet durable (what a
-	 * read returns after one may be data the disk dropped). */
-	uint64_t lost;
+	 * read returns after one may be data the disk dropped), and how many
+	 * of them the engine has heard of (their ->done taken to run, or a
+	 * repl__iopool_sync() that said so). */
+	uint64_t lost, lost_heard;
+	/* Held across a flush's fdatasync and what it counts (flush()). */
+	pthread_mutex_t flush_lock;
 	uint64_t slow_logged;		/* atomic: now_mono_ns() of the last slow-disk line */
 	unsigned slow_unlogged;		/* atomic: slow requests since that line */
 	pthread_t threads[];
@@ -170,6 +174,45 @@ static bool flush_failed(struct iopool *p)
 	return true;
 }
 
+/* The fdatasync of a FLUSH (io) or of repl__iopool_sync() (io NULL), with
+ * the writes done before it (mark): 0, or -errno with *lost.  One at a
+ * time: Linux reports a failed writeback to one fdatasync of a file
+ * description (its errseq), and another running beside it on our one fd
+ * returns 0 for pages that were dropped; its success would count those
+ * writes durable, and the one that failed would then find none at risk.
+ * Nor does a flush that works vouch for anything while a lost one is not
+ * heard of (its ->done not yet taken): a peer would clear the bits of
+ * what this disk dropped before the engine knows of it
+ * (tests/unit/test-iopool.c).  It fails as lost too. */
+static int flush(struct iopool *p, struct repl_io *io, uint64_t mark, bool *lost)
+{
+	int r;
+
+	pthread_mutex_lock(&p->flush_lock);
+	r = io ? repl__store_exec(p->fd, p->blockdev, io) : repl__store_sync(p->fd);
+	*lost = false;
+	if (r < 0) {
+		*lost = flush_failed(p);
+	} else if (__atomic_load_n(&p->lost, __ATOMIC_ACQUIRE) !=
+		   __atomic_load_n(&p->lost_heard, __ATOMIC_ACQUIRE)) {
+		__atomic_add_fetch(&p->lost, 1, __ATOMIC_RELEASE);
+		*lost = true;
+		r = -EIO;
+	} else {
+		flushed_to(p, mark);
+	}
+	pthread_mutex_unlock(&p->flush_lock);
+	return r;
+}
+
+/* The engine hears of io, a FLUSH that lost writes: its ->done runs next
+ * (or in this batch, before any other, pool_dispatch()). */
+static void heard(struct iopool *p, const struct repl_io *io)
+{
+	if (io->op == REPL_IO_FLUSH && io->result < 0 && io->flush_lost)
+		__atomic_add_fetch(&p->lost_heard, 1, __ATOMIC_RELEASE);
+}
+
 static bool inline_write(const struct repl_io *io)
 {
 	return io->op == REPL_IO_WRITE && !(io->flags & REPL_IO_FUA) &&
@@ -188,7 +231,10 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 	if (p->before_write && data)
 		p->before_write(p->before_write_arg, io->offset, io->len);
 	t0 = timed(io) ? now_mono_ns() : 0;
-	r = repl__store_exec(p->fd, p->blockdev, io);
+	if (io->op == REPL_IO_FLUSH)
+		r = flush(p, io, io->pool_mark, &io->flush_lost);
+	else
+		r = repl__store_exec(p->fd, p->blockdev, io);
 	/* A read submitted before a flush failed and done after it may see
 	 * data the disk dropped, or not: it fails rather than guess. */
 	if (r >= 0 && io->op == REPL_IO_READ &&
@@ -206,21 +252,16 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 	}
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
-	if (r < 0 && io->op == REPL_IO_FLUSH)
-		io->flush_lost = flush_failed(p);
-	if (r == 0 && io->op == REPL_IO_FLUSH)
-		flushed_to(p, io->pool_mark);
 	return r;
 }
 
 int repl__iopool_sync(struct iopool *p, bool *lost)
 {
 	uint64_t mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
-	int r = repl__store_sync(p->fd);
+	int r = flush(p, NULL, mark, lost);
 
-	*lost = r < 0 && flush_failed(p);
-	if (r == 0)
-		flushed_to(p, mark);
+	if (*lost)	/* our caller hears of it now */
+		__atomic_add_fetch(&p->lost_heard, 1, __ATOMIC_RELEASE);
 	return r;
 }
 
@@ -307,10 +348,12 @@ static void *worker_main(void *arg)
 		io->result = exec(p, io, NULL);
 		if (counted)
 			__atomic_sub_fetch(&p->executing, 1, __ATOMIC_RELEASE);
-		if (io->flags & REPL_IO_DONE_ANY_THREAD)
+		if (io->flags & REPL_IO_DONE_ANY_THREAD) {
+			heard(p, io);
 			io->done(io);
-		else
+		} else {
 			push_done(p, io);
+		}
 		pthread_mutex_lock(&p->lock);
 	}
 	pthread_mutex_unlock(&p->lock);
@@ -332,6 +375,29 @@ static void complete(struct repl_engine *eng, struct repl_io *io)
 	repl__batch_end(eng);
 }
 
+/* The list io with the FLUSHes that lost writes first, heard of now: no
+ * other ->done of the batch acts on a flush of its own that worked as if
+ * nothing were lost (repl__iopool_sync() fails until then). */
+static struct repl_io *lost_first(struct iopool *p, struct repl_io *io)
+{
+	struct repl_io *lost = NULL, **lt = &lost, *rest = NULL, **rt = &rest, *next;
+
+	for (; io; io = next) {
+		next = io->next;
+		io->next = NULL;
+		if (io->op == REPL_IO_FLUSH && io->result < 0 && io->flush_lost) {
+			heard(p, io);
+			*lt = io;
+			lt = &io->next;
+		} else {
+			*rt = io;
+			rt = &io->next;
+		}
+	}
+	*lt = rest;
+	return lost;
+}
+
 /* Loop thread: run ->done of everything the workers finished. */
 static void pool_dispatch(void *arg, int fd, unsigned revents)
 {
@@ -342,7 +408,7 @@ static void pool_dispatch(void *arg, int fd, unsigned revents)
 	if (read(fd, &n, sizeof(n)) < 0 && errno != EAGAIN)
 		log_err_errno(errno, "[%s] eventfd read", p->name);
 	pthread_mutex_lock(&p->lock);
-	io = p->done_head;
+	io = lost_first(p, p->done_head);
 	p->done_head = NULL;
 	p->done_tail = &p->done_head;
 	pthread_mutex_unlock(&p->lock);
@@ -369,6 +435,7 @@ int repl__iopool_new(struct repl_engine *eng, unsigned threads, int fd,
 	p->pend_tail = &p->pend_head;
 	p->kick = (struct repl_deferred){ .fn = submit_pending, .arg = p };
 	pthread_mutex_init(&p->lock, NULL);
+	pthread_mutex_init(&p->flush_lock, NULL);
 	pthread_cond_init(&p->cond, NULL);
 	if (repl__sys->pool_kick) {
 		p->efd = -1;
@@ -561,6 +628,7 @@ void repl__iopool_step(struct iopool *p, unsigned i)
 		p->queue_tail = pp;
 	io->next = NULL;
 	io->result = exec(p, io, NULL);
+	heard(p, io);
 	io->done(io);
 }
 
@@ -592,10 +660,12 @@ void repl__iopool_free(struct iopool *p)
 			if (!(io = pop_queue(p)))
 				break;
 			io->result = exec(p, io, NULL);
-			if (io->flags & REPL_IO_DONE_ANY_THREAD)
+			if (io->flags & REPL_IO_DONE_ANY_THREAD) {
+				heard(p, io);
 				io->done(io);
-			else
+			} else {
 				push_done(p, io);
+			}
 		}
 		close(p->efd);
 	} else if (repl__sys->pool_kick) {
@@ -604,11 +674,13 @@ void repl__iopool_free(struct iopool *p)
 		/* What is still queued runs now, in order, as above. */
 		while ((io = pop_queue(p))) {
 			io->result = exec(p, io, NULL);
+			heard(p, io);
 			io->done(io);
 		}
 		repl__sys->pool_gone(p);
 	}
 	pthread_mutex_destroy(&p->lock);
+	pthread_mutex_destroy(&p->flush_lock);
 	pthread_cond_destroy(&p->cond);
 	free(p);
 }
