@@ -217,9 +217,9 @@ static void apply_done(struct repl_io *io)
 			   a->p->node);
 	if (io->result < 0) {
 		vol->apply->failures++;
-		repl__apply_disk_failed(vol, io->op == REPL_IO_FLUSH ?
+		repl__apply_disk_failed(vol, io->flush_lost ?
 					"a flush here lost writes not yet durable" :
-					"a write failed here", io->op == REPL_IO_FLUSH);
+					"a write failed here", io->flush_lost);
 	}
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);

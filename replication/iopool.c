@@ -205,11 +205,12 @@ static int flush(struct iopool *p, struct repl_io *io, uint64_t mark, bool *lost
 	return r;
 }
 
-/* The engine hears of io, a FLUSH that lost writes: its ->done runs next
+/* The engine hears of io, a FLUSH (or a FUA request) that lost writes: its
+ * ->done runs next
  * (or in this batch, before any other, pool_dispatch()). */
 static void heard(struct iopool *p, const struct repl_io *io)
 {
-	if (io->op == REPL_IO_FLUSH && io->result < 0 && io->flush_lost)
+	if (io->result < 0 && io->flush_lost)
 		__atomic_add_fetch(&p->lost_heard, 1, __ATOMIC_RELEASE);
 }
 
@@ -252,6 +253,13 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 	}
 	if (r == 0 && data && !(io->flags & REPL_IO_FUA))
 		__atomic_add_fetch(&p->writes_done, 1, __ATOMIC_RELEASE);
+	/* A FUA write is a write with RWF_DSYNC, and a FUA trim or zero is
+	 * followed by an fdatasync: each reports the file's failed
+	 * writebacks as a FLUSH does (Linux's errseq, once per file
+	 * description: the FLUSH after it hears nothing of them).  The
+	 * writeback of other writes may be what failed: a lost flush. */
+	if (r < 0 && data && (io->flags & REPL_IO_FUA))
+		io->flush_lost = flush_failed(p);
 	return r;
 }
 
@@ -385,7 +393,7 @@ static struct repl_io *lost_first(struct iopool *p, struct repl_io *io)
 	for (; io; io = next) {
 		next = io->next;
 		io->next = NULL;
-		if (io->op == REPL_IO_FLUSH && io->result < 0 && io->flush_lost) {
+		if (io->result < 0 && io->flush_lost) {
 			heard(p, io);
 			*lt = io;
 			lt = &io->next;
@@ -588,9 +596,9 @@ static void submit_pending(void *arg)
 void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 {
 	io->next = NULL;
+	io->flush_lost = false;
 	if (io->op == REPL_IO_FLUSH) {
 		io->pool_mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
-		io->flush_lost = false;
 	} else if (io->op == REPL_IO_READ) {
 		io->pool_mark = __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE);
 	}

@@ -62,7 +62,8 @@ struct repl_io {
 	void (*done)(struct repl_io *io);
 	struct repl_io *next;		/* pool queue linkage */
 	uint64_t pool_mark;		/* iopool.c's, for a FLUSH or a READ */
-	/* iopool.c: a FLUSH that failed while writes done on this pool
+	/* iopool.c: a FLUSH (or a FUA write, trim or zero, whose sync is
+	 * one) that failed while writes done on this pool
 	 * were not yet made durable by one that worked.  Linux's page cache
 	 * may have dropped any of them (a failed writeback leaves the page
 	 * clean, and a later fdatasync does not write it again): what the
@@ -91,8 +92,8 @@ struct repl_write_observers {
 	/* p, in sync, failed a write of ours, which completes without it
 	 * once this returns (outdate.c records it first). */
 	void (*peer_failed)(struct peer *p);
-	/* Our own disk failed a flush that found writes not yet durable
-	 * (repl_io.flush_lost): this replica may lack writes that were
+	/* Our own disk failed a flush (or a FUA request's sync) that found
+	 * writes not yet durable (repl_io.flush_lost): this replica may lack writes that were
 	 * acknowledged, its own if Primary or its Primary's. */
 	void (*disk_lost)(struct repl_volume *vol);
 };

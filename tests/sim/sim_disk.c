@@ -6,7 +6,10 @@
  * both, fsync/fdatasync make it durable (a FUA write its own range), and a
  * power loss drops it, or keeps a random subset of its 512-byte sectors (a
  * torn write); so does a flush that fails, as Linux's page cache may drop
- * pages whose writeback failed.  Size changes, renames and unlinks are
+ * pages whose writeback failed, and a FUA write that fails (its sync met
+ * the failed writeback of what was pending).  As Linux's errseq, each open
+ * file description reports each such failure once, at its next flush or
+ * FUA write: the one that tore it, or the first after it.  Size changes, renames and unlinks are
  * durable at once (the engine fsyncs the directory after each anyway).  A
  * node's disk can fail writes and flushes with EIO, at a seeded rate;
  * reads never fail.  Files under /run/ are a tmpfs: in memory, never
@@ -45,11 +48,18 @@ struct vfile {
 	uint8_t *cache, *durable;
 	uint64_t size;
 	struct pend *pend, **pend_tail;
+	/* Linux's errseq: writebacks that failed (pending writes torn by a
+	 * flush or a RWF_DSYNC write that failed); each open file
+	 * description reports each once, at its next fdatasync or RWF_DSYNC
+	 * write (a dup shares its description's). */
+	unsigned wb_err;
 };
 
 struct vfd {
 	struct vfile *f;
 	bool open;
+	int desc;		/* the vfd whose seen counts for this one */
+	unsigned seen;		/* wb_err reported through this description */
 };
 
 #define DISK_FD_BASE (SIM_FD_BASE + 200000)
@@ -125,7 +135,8 @@ static int fd_for(struct vfile *f)
 		errno = EMFILE;
 		return -1;
 	}
-	vfds[next_vfd] = (struct vfd){ .f = f, .open = true };
+	vfds[next_vfd] = (struct vfd){ .f = f, .open = true, .desc = next_vfd,
+				       .seen = f->wb_err };
 	return DISK_FD_BASE + next_vfd++;
 }
 
@@ -378,12 +389,40 @@ static int d_close(int fd)
 static int d_dup(int fd)
 {
 	struct vfile *f = vf(fd);
+	int r;
 
 	if (!f) {
 		errno = EBADF;
 		return -1;
 	}
-	return fd_for(f);
+	r = fd_for(f);
+	if (r >= 0)
+		vfds[r - DISK_FD_BASE].desc = vfds[fd - DISK_FD_BASE].desc;
+	return r;
+}
+
+/* The writeback failures of fd's file that its description has not
+ * reported yet: reported now (true), once. */
+static bool wb_err_unseen(int fd)
+{
+	struct vfd *d = &vfds[vfds[fd - DISK_FD_BASE].desc];
+
+	if (d->seen == d->f->wb_err)
+		return false;
+	d->seen = d->f->wb_err;
+	return true;
+}
+
+/* What was pending failed to reach the disk (flush, or fd's RWF_DSYNC
+ * write): torn, and fd's description reports it; the others will. */
+static void wb_failed(int fd, struct vfile *f)
+{
+	trace("disk: %s flush failed: unflushed writes torn", f->path ? f->path : "(unlinked)");
+	tear(f, true);
+	if (on_torn && f->path)
+		on_torn(f->node, f->path);
+	f->wb_err++;
+	(void)wb_err_unseen(fd);
 }
 
 static int d_flock(int fd, int op)
@@ -440,14 +479,23 @@ static ssize_t d_pwritev2(int fd, const void *buf, size_t len, off_t off, int rw
 		return -1;
 	}
 	if (eio(f)) {
+		/* With RWF_DSYNC, the failure may be the writeback of what
+		 * was pending (this description reports it). */
+		if ((rwflags & RWF_DSYNC) && f->pend)
+			wb_failed(fd, f);
 		errno = EIO;
 		return -1;
 	}
 	write_at(f, buf, len, (uint64_t)off);
 	if (!strcmp(f->path ? f->path : "", "/d/v.img"))
 		trace("disk: write %s at %jd+%zu", f->path, (intmax_t)off, len);
-	if (rwflags & RWF_DSYNC)
+	if (rwflags & RWF_DSYNC) {
 		make_last_durable(f);
+		if (wb_err_unseen(fd)) {	/* written, but it reports that */
+			errno = EIO;
+			return -1;
+		}
+	}
 	return (ssize_t)len;
 }
 
@@ -465,17 +513,18 @@ static int d_sync(int fd)
 		/* As Linux's page cache after a failed writeback: what was
 		 * pending may have reached the disk or not, sector by sector,
 		 * and a later flush will not write it again. */
-		if (f->pend) {
-			trace("disk: %s flush failed: unflushed writes torn",
-			      f->path ? f->path : "(unlinked)");
-			tear(f, true);
-			if (on_torn && f->path)
-				on_torn(f->node, f->path);
-		}
+		if (f->pend)
+			wb_failed(fd, f);
+		else
+			(void)wb_err_unseen(fd);
 		errno = EIO;
 		return -1;
 	}
 	make_durable(f);
+	if (wb_err_unseen(fd)) {	/* another description's failure */
+		errno = EIO;
+		return -1;
+	}
 	return 0;
 }
 

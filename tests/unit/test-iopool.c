@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "repl_int.h"
@@ -105,11 +106,30 @@ static unsigned sync_calls;
 static unsigned fail_ms;	/* the first call fails after that many ms */
 static struct repl_sys_ops sys;
 
+/* Linux's errseq: a writeback error of the file (wb_err counts them) is
+ * reported once to each open file description, by the first fdatasync (or
+ * RWF_DSYNC write) on it after the error; seen[fd]: what fd reported. */
+#define ERRSEQ_FDS 1024
+static unsigned wb_err, seen[ERRSEQ_FDS];
+
+static int errseq_check(int fd)
+{
+	int r = 0;
+
+	pthread_mutex_lock(&sync_lock);
+	if (fd >= 0 && fd < ERRSEQ_FDS && seen[fd] != wb_err) {
+		seen[fd] = wb_err;
+		errno = EIO;
+		r = -1;
+	}
+	pthread_mutex_unlock(&sync_lock);
+	return r;
+}
+
 static int test_fdatasync(int fd)
 {
 	unsigned n;
 
-	(void)fd;
 	pthread_mutex_lock(&sync_lock);
 	n = ++sync_calls;
 	pthread_mutex_unlock(&sync_lock);
@@ -118,7 +138,16 @@ static int test_fdatasync(int fd)
 		errno = EIO;
 		return -1;
 	}
-	return 0;
+	return errseq_check(fd);
+}
+
+static ssize_t test_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwflags)
+{
+	ssize_t r = repl__sys_posix.pwritev2(fd, buf, len, off, rwflags & ~RWF_DSYNC);
+
+	if (r >= 0 && (rwflags & RWF_DSYNC) && errseq_check(fd) < 0)
+		return -1;
+	return r;
 }
 
 static void arm(unsigned ms)
@@ -193,6 +222,35 @@ static void test_concurrent_flush(struct iopool *pool, void *buf)
 		CHECK_MSG(b.lost, "flush B failed (%d) but not as a lost flush", b.result);
 }
 
+/* A write not yet durable whose writeback fails, then a FUA write: its
+ * sync is the first on the file description since, so it is what reports
+ * the failure (the FLUSH after it hears nothing of it), and it covers the
+ * write the disk dropped: a lost flush, not a write that failed alone. */
+static void test_fua_reports_loss(struct iopool *pool, void *buf)
+{
+	struct req w, x, f;
+
+	arm(0);
+	req_init(&w, "write", REPL_IO_WRITE, buf);
+	w.io.offset = 8192;
+	repl__iopool_submit(pool, &w.io);
+	CHECK(wait_done(&w, 2000) && w.result == 0);
+	pthread_mutex_lock(&sync_lock);
+	wb_err++;	/* its page did not reach the disk */
+	pthread_mutex_unlock(&sync_lock);
+	req_init(&x, "FUA write", REPL_IO_WRITE, buf);
+	x.io.flags |= REPL_IO_FUA;
+	x.io.offset = 65536;
+	repl__iopool_submit(pool, &x.io);
+	CHECK(wait_done(&x, 2000));
+	CHECK_MSG(x.result == -EIO && x.lost, "the FUA write that met the failed "
+		  "writeback: %d, lost %d", x.result, x.lost);
+	req_init(&f, "flush", REPL_IO_FLUSH, NULL);
+	repl__iopool_submit(pool, &f.io);
+	CHECK(wait_done(&f, 2000));
+	CHECK_MSG(f.result == 0, "the FLUSH after the loss was heard: %d", f.result);
+}
+
 /* A flush on the loop thread while a lost flush waits to be handled: it
  * reports the loss too. */
 static void test_sync_while_loss_unhandled(struct iopool *pool, void *buf)
@@ -230,6 +288,7 @@ int main(void)
 
 	sys = repl__sys_posix;
 	sys.fdatasync = test_fdatasync;
+	sys.pwritev2 = test_pwritev2;
 	repl_sys_set(&sys);
 	fd = mkstemp(path);
 	CHECK(fd >= 0);
@@ -245,6 +304,7 @@ int main(void)
 	if (pool) {
 		test_concurrent_flush(pool, buf);
 		test_sync_while_loss_unhandled(pool, buf);
+		test_fua_reports_loss(pool, buf);
 	}
 	repl__iopool_free(pool);
 	repl_engine_free(eng);
