@@ -158,6 +158,22 @@ static void arm(unsigned ms)
 	pthread_mutex_unlock(&sync_lock);
 }
 
+/* Waits (up to 5 s) until n fdatasyncs have begun since arm(). */
+static bool syncs_begun(unsigned n)
+{
+	unsigned got = 0;
+
+	for (int t = 0; t < 5000; t++) {
+		pthread_mutex_lock(&sync_lock);
+		got = sync_calls;
+		pthread_mutex_unlock(&sync_lock);
+		if (got >= n)
+			return true;
+		usleep(1000);
+	}
+	return false;
+}
+
 /* ---- requests and what their ->done saw, in order --------------------- */
 
 struct req {
@@ -197,7 +213,7 @@ static bool wait_done(struct req *q, int ms)
 }
 
 /* A write not yet durable, then flush A (its fdatasync fails after 300 ms)
- * and, 50 ms into it, flush B (its fdatasync returns 0 at once).  B may
+ * and, once A's has begun, flush B (its fdatasync returns 0 at once).  B may
  * fail, or succeed after A's ->done: never succeed before it. */
 static void test_concurrent_flush(struct iopool *pool, void *buf)
 {
@@ -211,8 +227,9 @@ static void test_concurrent_flush(struct iopool *pool, void *buf)
 	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
 	req_init(&b, "flush B", REPL_IO_FLUSH, NULL);
 	repl__iopool_submit(pool, &a.io);
-	usleep(50 * 1000);
+	CHECK(syncs_begun(1));	/* A's is the one that fails */
 	repl__iopool_submit(pool, &b.io);
+	usleep(50 * 1000);	/* B waits, or (unfixed) is done */
 	CHECK(wait_done(&a, 3000) && wait_done(&b, 3000));
 	CHECK_MSG(a.result == -EIO && a.lost, "flush A: %d, lost %d", a.result, a.lost);
 	CHECK_MSG(b.result < 0 || b.order > a.order,
@@ -266,6 +283,7 @@ static void test_sync_while_loss_unhandled(struct iopool *pool, void *buf)
 	arm(50);
 	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
 	repl__iopool_submit(pool, &a.io);
+	CHECK(syncs_begun(1));
 	usleep(300 * 1000);	/* A failed; its ->done waits for the loop */
 	CHECK(!a.done);
 	r = repl__iopool_sync(pool, &lost);
