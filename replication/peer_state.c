@@ -442,12 +442,16 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		return;
 	}
 	p->hooks->rs_peer_state(p);
-	/* Nothing else starts its resync: no write of ours failed there (a
-	 * flush of its own lost writes, a migration client's), and it stays
-	 * Inconsistent, even with no region to copy, until a resync ends
-	 * (sim seed 91016 of the EIO profile: never, on a link that stayed). */
+	/* Nothing else starts its resync when no write of ours failed there
+	 * (a flush of its own lost writes, a migration client's): it stayed
+	 * Inconsistent for good (sim seed 91016 of the EIO profile).  Only
+	 * with regions to copy: on a link in sync, the target learns of a
+	 * resync from its first block (resync_target.c), so an empty one
+	 * would end with a VOLUME it does not expect (a failed write's
+	 * acknowledgement, which follows this STATE, starts its own:
+	 * tests/repl-write-eio.sh). */
 	if (went_inconsistent && vol->role == REPL_PRIMARY && repl__peer_up(p) &&
-	    p->link == REPL_LINK_CONNECTED)
+	    p->link == REPL_LINK_CONNECTED && meta_bits_count(vol->meta, p->idx))
 		p->hooks->rs_more(p);
 	if (s->outdate_notice) {
 		plog(LOG_NOTICE, vol->name, "%s says %s is Outdated", p->node,
