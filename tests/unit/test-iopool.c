@@ -212,17 +212,26 @@ static bool wait_done(struct req *q, int ms)
 	return q->done;
 }
 
+/* A 4 KiB write at off that works, not yet durable (no flush failing). */
+static void dirty_write(struct iopool *pool, void *buf, uint64_t off)
+{
+	struct req w;
+
+	arm(0);
+	req_init(&w, "write", REPL_IO_WRITE, buf);
+	w.io.offset = off;
+	repl__iopool_submit(pool, &w.io);
+	CHECK(wait_done(&w, 2000) && w.result == 0);
+}
+
 /* A write not yet durable, then flush A (its fdatasync fails after 300 ms)
  * and, once A's has begun, flush B (its fdatasync returns 0 at once).  B may
  * fail, or succeed after A's ->done: never succeed before it. */
 static void test_concurrent_flush(struct iopool *pool, void *buf)
 {
-	struct req w, a, b;
+	struct req a, b;
 
-	arm(0);
-	req_init(&w, "write", REPL_IO_WRITE, buf);
-	repl__iopool_submit(pool, &w.io);
-	CHECK(wait_done(&w, 2000) && w.result == 0);
+	dirty_write(pool, buf, 0);
 	arm(300);
 	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
 	req_init(&b, "flush B", REPL_IO_FLUSH, NULL);
@@ -245,13 +254,9 @@ static void test_concurrent_flush(struct iopool *pool, void *buf)
  * write the disk dropped: a lost flush, not a write that failed alone. */
 static void test_fua_reports_loss(struct iopool *pool, void *buf)
 {
-	struct req w, x, f;
+	struct req x, f;
 
-	arm(0);
-	req_init(&w, "write", REPL_IO_WRITE, buf);
-	w.io.offset = 8192;
-	repl__iopool_submit(pool, &w.io);
-	CHECK(wait_done(&w, 2000) && w.result == 0);
+	dirty_write(pool, buf, 8192);
 	pthread_mutex_lock(&sync_lock);
 	wb_err++;	/* its page did not reach the disk */
 	pthread_mutex_unlock(&sync_lock);
@@ -272,14 +277,11 @@ static void test_fua_reports_loss(struct iopool *pool, void *buf)
  * reports the loss too. */
 static void test_sync_while_loss_unhandled(struct iopool *pool, void *buf)
 {
-	struct req w, a;
+	struct req a;
 	bool lost = false;
 	int r;
 
-	arm(0);
-	req_init(&w, "write", REPL_IO_WRITE, buf);
-	repl__iopool_submit(pool, &w.io);
-	CHECK(wait_done(&w, 2000) && w.result == 0);
+	dirty_write(pool, buf, 0);
 	arm(50);
 	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
 	repl__iopool_submit(pool, &a.io);
