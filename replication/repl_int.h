@@ -93,8 +93,9 @@ struct repl_write_observers {
 	 * once this returns (outdate.c records it first). */
 	void (*peer_failed)(struct peer *p);
 	/* Our own disk failed a flush (or a FUA request's sync) that found
-	 * writes not yet durable (repl_io.flush_lost): this replica may lack writes that were
-	 * acknowledged, its own if Primary or its Primary's. */
+	 * writes not yet durable (repl_io.flush_lost): this replica may lack
+	 * writes that were acknowledged, its own if Primary or its
+	 * Primary's. */
 	void (*disk_lost)(struct repl_volume *vol);
 };
 
