@@ -205,9 +205,9 @@ static int flush(struct iopool *p, struct repl_io *io, uint64_t mark, bool *lost
 	return r;
 }
 
-/* The engine hears of io, a FLUSH (or a FUA request) that lost writes: its
- * ->done runs next
- * (or in this batch, before any other, pool_dispatch()). */
+/* The engine hears of io, a FLUSH (or a FUA request) that lost writes:
+ * its ->done runs next (or in this batch, before any other:
+ * lost_first()). */
 static void heard(struct iopool *p, const struct repl_io *io)
 {
 	if (io->result < 0 && io->flush_lost)
