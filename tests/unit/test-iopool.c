@@ -320,8 +320,8 @@ int main(void)
 	memset(buf, 0x5a, 4096);
 	CHECK(repl_engine_new(&loop, &eng) == 0);
 	CHECK(repl__iopool_new(eng, 4, fd, false, "test", &pool) == 0);
-	repl__iopool_set_inline(pool, false);
 	if (pool) {
+		repl__iopool_set_inline(pool, false);
 		test_concurrent_flush(pool, buf);
 		test_sync_while_loss_unhandled(pool, buf);
 		test_fua_reports_loss(pool, buf);
