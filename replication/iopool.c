@@ -164,8 +164,9 @@ static void flushed_to(struct iopool *p, uint64_t mark)
 		;
 }
 
-/* A flush of the pool's file failed: were writes done on it not yet
- * durable (then counted: reads in flight fail, exec())? */
+/* A flush of the pool's file failed (a FLUSH's fdatasync, or a FUA
+ * request's sync): were writes done on it not yet durable (then counted:
+ * reads in flight fail, exec())? */
 static bool flush_failed(struct iopool *p)
 {
 	if (!repl__iopool_unflushed(p))

@@ -9,11 +9,12 @@
  * pages whose writeback failed, and a FUA write that fails (its sync met
  * the failed writeback of what was pending).  As Linux's errseq, each open
  * file description reports each such failure once, at its next flush or
- * FUA write: the one that tore it, or the first after it.  Size changes, renames and unlinks are
- * durable at once (the engine fsyncs the directory after each anyway).  A
- * node's disk can fail writes and flushes with EIO, at a seeded rate;
- * reads never fail.  Files under /run/ are a tmpfs: in memory, never
- * failing, kept when only the daemon stops, gone at a power loss. */
+ * FUA write: the one that tore it, or the first after it.  Size changes,
+ * renames and unlinks are durable at once (the engine fsyncs the directory
+ * after each anyway).  A node's disk can fail writes and flushes with EIO,
+ * at a seeded rate; reads never fail.  Files under /run/ are a tmpfs: in
+ * memory, never failing, kept when only the daemon stops, gone at a power
+ * loss. */
 #include "config.h"
 
 #include <errno.h>
@@ -417,7 +418,8 @@ static bool wb_err_unseen(int fd)
  * write): torn, and fd's description reports it; the others will. */
 static void wb_failed(int fd, struct vfile *f)
 {
-	trace("disk: %s flush failed: unflushed writes torn", f->path ? f->path : "(unlinked)");
+	trace("disk: %s flush failed: unflushed writes torn",
+	      f->path ? f->path : "(unlinked)");
 	tear(f, true);
 	if (on_torn && f->path)
 		on_torn(f->node, f->path);
