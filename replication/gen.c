@@ -43,9 +43,11 @@
  *
  *  20   exactly one side Inconsistent, the other          the consistent side
  *       consistent, and the result is not already         is source: BITMAP
- *       that sync (also after rule 13: UNRELATED)         after rules 5, 6,
- *                                                         9, 11, else FULL
- *  21   the source's disk is not consistent               REFUSE
+ *       that sync (also after rule 13: UNRELATED);        after rules 5, 6,
+ *       not when that side is partial and rules 5, 9,     9, 11, else FULL
+ *       10 or 14 made it the source
+ *  21   the source's disk is not consistent, and not      REFUSE
+ *       partial with rule 5, 9, 10 or 14
  *  22   the target is a Primary with consistent data      REFUSE
  *  23   after rules 8, 11, 12 or 13 only (split brain,    the Primary is
  *       unrelated): one side Outdated, the other an       source: FULL
@@ -88,7 +90,14 @@
  * the crash failed) may hold every write, and stays the source (rule 5;
  * sim seed 1755: 14a without that condition lost a write it held).
  * "Lost power" comes from the boot id recorded in the metadata (role.c,
- * volume.c); a replica that cannot tell counts as having lost it. */
+ * volume.c); a replica that cannot tell counts as having lost it.
+ * A partial Inconsistent side (gen.h; DRBD has none: its disk detaches)
+ * holds every acknowledged write outside the regions its failed writes
+ * touched, and those are in its bitmaps: where the generations or a power
+ * loss make it the source (rules 5, 9, 10, 14), it stays the source; made
+ * the target by rule 20, it lost acknowledged writes to a crashed Primary
+ * that lost its power (sim seeds 120650 of the EIO profile: the crashed
+ * Primary full-resynced over the only copy of a write). */
 #include "config.h"
 
 #include <errno.h>
@@ -274,6 +283,15 @@ static struct gen_verdict compare_gens(const struct gen_side *l, const struct ge
 	return verdict(GEN_UNRELATED, GEN_R_UNRELATED, "no common generation");
 }
 
+/* Rules 20 and 21: a partial Inconsistent side that the generations or a
+ * power loss make the source (gen.h). */
+static bool partial_source(const struct gen_side *src, struct gen_verdict v)
+{
+	return src->disk_state == GEN_DISK_INCONSISTENT && src->partial && !src->lost_power &&
+	       (v.rule == GEN_R_CRASHED || v.rule == GEN_R_BITMAP || v.rule == GEN_R_HISTORY ||
+		v.rule == GEN_R_LOST_POWER);
+}
+
 /* Rules 21 and 22. */
 static struct gen_verdict guard(const struct gen_side *l, const struct gen_side *p,
 				struct gen_verdict v)
@@ -289,7 +307,7 @@ static struct gen_verdict guard(const struct gen_side *l, const struct gen_side 
 	} else {
 		return v;
 	}
-	if (!gen_disk_consistent(src->disk_state))
+	if (!gen_disk_consistent(src->disk_state) && !partial_source(src, v))
 		return verdict(GEN_REFUSE, GEN_R_SOURCE_INCONSISTENT,
 			       "the sync source's data is not consistent");
 	if (tgt->primary && gen_disk_consistent(tgt->disk_state))
@@ -307,6 +325,10 @@ static struct gen_verdict inconsistent_side(const struct gen_side *l,
 	bool p_ok = gen_disk_consistent(p->disk_state);
 	bool bitmap;
 	enum gen_decision d;
+
+	if ((is_source(v.decision) && partial_source(l, v)) ||
+	    (is_target(v.decision) && partial_source(p, v)))
+		return v;
 
 	/* Also over UNRELATED (rule 13): the volume UUIDs matched
 	 * (handshake.c), and an Inconsistent side's data is nobody's

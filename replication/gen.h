@@ -62,6 +62,11 @@ struct gen_side {
 	bool host_restarted;	/* with lost_power: its host did restart (boot
 				 * ids differ), it does lack them; without: it
 				 * could not tell */
+	bool partial;		/* with Inconsistent and without lost_power:
+				 * only writes of its Primary's that its disk
+				 * failed made it so; it holds every other
+				 * acknowledged write, and those regions are in
+				 * its bitmaps (rules 20, 21) */
 	uint32_t node_id;	/* distinct per node; tie-break only */
 };
 

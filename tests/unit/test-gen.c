@@ -20,13 +20,15 @@ enum { A = 0xa1, B = 0xb2, C = 0xc3, D = 0xd4 };
 /* S(node_id, current, bitmap, history0, history1, disk, primary, crash):
  * crash is CP (crashed as Primary, its host kept its writes), LP (lost
  * power, as a Secondary, or could not tell) or CL (both: crashed as
- * Primary and lost power); HR with LP or CL: its host did restart. */
-enum { CP = 1, LP = 2, CL = 3, HR = 4 };
+ * Primary and lost power); HR with LP or CL: its host did restart; PA:
+ * partial (gen.h), for an Inconsistent side. */
+enum { CP = 1, LP = 2, CL = 3, HR = 4, PA = 8 };
 #define S(id, c, b, h0, h1, disk, pri, crash) { \
 	.current = (c), .bitmap = (b), .history = { (h0), (h1) }, \
 	.disk_state = GEN_DISK_##disk, .primary = (pri), \
 	.crashed_primary = ((crash) & CP) != 0, .lost_power = ((crash) & LP) != 0, \
-	.host_restarted = ((crash) & HR) != 0, .node_id = (id) }
+	.host_restarted = ((crash) & HR) != 0, .partial = ((crash) & PA) != 0, \
+	.node_id = (id) }
 #define L(...) S(1, __VA_ARGS__)
 #define P(...) S(2, __VA_ARGS__)
 
@@ -146,6 +148,24 @@ static const struct row rows[] = {
 	  P(C, A, 0, 0, INCONSISTENT, 0, 0), GEN_SOURCE_BITMAP, GEN_R_INCONSISTENT },
 	{ "local Inconsistent, common history", L(B, 0, A, 0, INCONSISTENT, 0, 0),
 	  P(C, 0, A, 0, OUTDATED, 0, 0), GEN_TARGET_FULL, GEN_R_INCONSISTENT },
+	/* 20: not for a partial side that rules 5, 9, 10 or 14 made the
+	 * source */
+	{ "partial, peer crashed Primary lost power", L(A, 0, 0, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, UPTODATE, 0, CL), GEN_SOURCE_FULL, GEN_R_LOST_POWER },
+	{ "partial, peer lost power", L(A, 0, 0, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, UPTODATE, 0, LP), GEN_SOURCE_FULL, GEN_R_LOST_POWER },
+	{ "partial, peer behind", L(B, 0, A, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, OUTDATED, 0, 0), GEN_SOURCE_FULL, GEN_R_HISTORY },
+	{ "partial, peer behind on its bitmap", L(B, A, 0, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, OUTDATED, 0, 0), GEN_SOURCE_BITMAP, GEN_R_BITMAP },
+	{ "partial, same current as an UpToDate peer", L(A, 0, 0, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, UPTODATE, 0, 0), GEN_TARGET_FULL, GEN_R_INCONSISTENT },
+	{ "partial and crashed Primary that kept its writes", L(A, 0, 0, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, UPTODATE, 0, CP), GEN_TARGET_BITMAP, GEN_R_CRASHED },
+	{ "partial behind", L(A, 0, 0, 0, INCONSISTENT, 0, PA), P(B, 0, A, 0, UPTODATE, 0, 0),
+	  GEN_TARGET_FULL, GEN_R_HISTORY },
+	{ "partial that lost power: Inconsistent", L(A, 0, 0, 0, INCONSISTENT, 0, PA | LP),
+	  P(A, 0, 0, 0, UPTODATE, 0, LP), GEN_TARGET_FULL, GEN_R_INCONSISTENT },
 	/* 21 */
 	{ "both Inconsistent", L(A, 0, 0, 0, INCONSISTENT, 0, 0), P(B, A, 0, 0, INCONSISTENT, 0, 0),
 	  GEN_REFUSE, GEN_R_SOURCE_INCONSISTENT },
@@ -153,6 +173,11 @@ static const struct row rows[] = {
 	  P(A, 0, 0, 0, INCONSISTENT, 0, 0), GEN_REFUSE, GEN_R_SOURCE_INCONSISTENT },
 	{ "source disk unknown", L(A, 0, 0, 0, UPTODATE, 0, 0), P(B, A, 0, 0, UNKNOWN, 0, 0),
 	  GEN_REFUSE, GEN_R_SOURCE_INCONSISTENT },
+	{ "partial over an Inconsistent peer that lost power",
+	  L(A, 0, 0, 0, INCONSISTENT, 0, PA), P(A, 0, 0, 0, INCONSISTENT, 0, LP),
+	  GEN_SOURCE_FULL, GEN_R_LOST_POWER },
+	{ "partial, both Inconsistent, same current", L(A, 0, 0, 0, INCONSISTENT, 0, PA),
+	  P(A, 0, 0, 0, INCONSISTENT, 0, 0), GEN_NO_SYNC, GEN_R_SAME },
 	/* 22 */
 	{ "target is consistent Primary", L(A, 0, 0, 0, UPTODATE, 1, 0),
 	  P(B, A, 0, 0, UPTODATE, 0, 0), GEN_REFUSE, GEN_R_TARGET_PRIMARY },
