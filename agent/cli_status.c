@@ -188,6 +188,9 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 			   "until a resync");
 	else if (json_get_bool(v, "crashed_primary"))
 		cli_append(line, sizeof(line), "  crashed as Primary: its activity log resyncs");
+	if (json_get_bool(v, "partial"))
+		cli_append(line, sizeof(line), "  partial: only where its own writes failed "
+			   "(promotable if no UpToDate replica is)");
 	put_line(line);
 	if (meta && *meta) {
 		snprintf(line, sizeof(line), "  writes fail: %s", cli_clean(meta, text, sizeof(text)));
@@ -387,13 +390,14 @@ static void print_show(const struct json_value *ans)
 			primary = cli_or_unknown(json_get_str(p, "node"));
 	}
 	printf("role=%s disk=%s up=%s frozen=%s clients=%lld peers=%u connected=%u "
-	       "uptodate_peers=%u window=%s auto_promote=%s peer_primary=%s\n",
+	       "uptodate_peers=%u window=%s auto_promote=%s peer_primary=%s partial=%s\n",
 	       cli_or_unknown(json_get_str(v, "role")),
 	       cli_or_unknown(json_get_str(v, "disk")), json_get_bool(v, "up") ? "yes" : "no",
 	       json_get_bool(v, "io_frozen") ? "yes" : "no",
 	       (long long)clients,
 	       n, connected, uptodate, cli_or_unknown(json_get_str(v, "window")),
-	       json_get_bool(v, "auto_promote") ? "yes" : "no", primary);
+	       json_get_bool(v, "auto_promote") ? "yes" : "no", primary,
+	       json_get_bool(v, "partial") ? "yes" : "no");
 }
 
 int cli_cmd_show(struct cli *cli)

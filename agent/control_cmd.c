@@ -127,6 +127,8 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 		json_kv_bool(w, "crashed_primary", true);
 	if (st.power_lost)
 		json_kv_bool(w, "power_lost", true);
+	if (st.partial)
+		json_kv_bool(w, "partial", true);
 	put_tuning(w, &st);
 	if (st.verify_total) {
 		json_key(w, "verify");

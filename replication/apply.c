@@ -153,42 +153,87 @@ static void drop_writers(struct repl_volume *vol, bool was_uptodate)
 /* Our disk failed a write (or a flush) of the Primary's, or a flush of
  * our own that found writes not yet durable (outdate.c's
  * repl__rep_disk_lost(), at a promotion): this replica no longer holds
- * what the Primary acknowledged, so it must not be promoted.  It records
- * itself Inconsistent and tells its peers; the Primary, told by the
- * failed acknowledgement or the state, resyncs the range while connected
- * (replicate.c) and the end of that resync makes us UpToDate again
- * (resync.c).  DRBD detaches the disk here; without a Diskless mode this
- * is the closest.  A metadata write that fails too leaves the metadata
- * broken, which refuses a promotion as well, until the daemon restarts
- * (tests/sim/known-failures-inline, 1508). */
-void repl__apply_disk_failed(struct repl_volume *vol, const char *what, bool lost)
+ * what the Primary acknowledged, so it must not be promoted, unless
+ * partial (below).  It records itself Inconsistent and tells its peers;
+ * the Primary, told by the failed acknowledgement or the state, resyncs
+ * the range while connected (replicate.c) and the end of that resync
+ * makes us UpToDate again (resync.c).  DRBD detaches the disk here;
+ * without a Diskless mode this is the closest.  A metadata write that
+ * fails too leaves the metadata broken, which refuses a promotion as
+ * well, until the daemon restarts (tests/sim/known-failures-inline,
+ * 1508). */
+static void go_inconsistent(struct repl_volume *vol, const char *what, bool partial)
 {
 	struct meta_super sb = *meta_get(vol->meta);
-	bool was_uptodate = vol->disk_state == GEN_DISK_UPTODATE;
+	uint32_t flags = partial ? sb.flags | META_F_PARTIAL : sb.flags & ~META_F_PARTIAL;
+	bool told = (sb.flags & META_F_PARTIAL) == (flags & META_F_PARTIAL);
 
-	if (vol->role == REPL_PRIMARY)
-		return;
 	vol->own_write_failed = true;
-	if (sb.disk_state != META_INCONSISTENT) {
+	if (sb.disk_state != META_INCONSISTENT || sb.flags != flags) {
 		sb.disk_state = META_INCONSISTENT;
+		sb.flags = flags;
 		if (meta_update(vol->meta, &sb) < 0) {
 			plog(LOG_ERR, vol->name, "cannot record that this replica is "
 			     "Inconsistent");
-			/* no later update may write the UpToDate of before */
+			/* no later update may write the UpToDate of before,
+			 * nor a partial that is not */
+			sb.flags &= ~META_F_PARTIAL;
 			meta_assume(vol->meta, &sb);
 			repl__lossmark_set(vol, REPL_LOSS_INCONSISTENT);
 		} else {
 			repl__lossmark_recorded(vol, REPL_LOSS_INCONSISTENT);
 		}
 	}
-	if (lost)
-		drop_writers(vol, was_uptodate);
-	if (vol->disk_state == GEN_DISK_INCONSISTENT)
+	if (vol->disk_state == GEN_DISK_INCONSISTENT) {
+		if (!told)
+			repl__peers_tell_state(vol);
 		return;
+	}
 	vol->disk_state = GEN_DISK_INCONSISTENT;
-	plog(LOG_WARNING, vol->name, "%s: Inconsistent until resynced", what);
+	plog(LOG_WARNING, vol->name, "%s: Inconsistent until resynced%s", what,
+	     repl__partial(vol) ? " (everywhere else it holds every acknowledged "
+	     "write: partial)" : "");
 	repl__peers_tell_state(vol);
 	repl__changed(vol);
+}
+
+void repl__apply_disk_failed(struct repl_volume *vol, const char *what, bool lost)
+{
+	bool was_uptodate = vol->disk_state == GEN_DISK_UPTODATE;
+
+	if (vol->role == REPL_PRIMARY)
+		return;
+	go_inconsistent(vol, what, false);
+	if (lost)
+		drop_writers(vol, was_uptodate);
+}
+
+/* A write of our Primary's failed here (not a flush that lost writes:
+ * then any write not yet durable may be gone).  Every other write it
+ * sent us is here, as it was acknowledged, so where we held every
+ * acknowledged write before (UpToDate, or partial already), we still do
+ * outside the range of this one, which the Primary had not acknowledged
+ * (it waits for our answer, or for the cluster's record that we are
+ * Outdated, outdate.c): partial (gen.h).  The range goes into every
+ * peer's bitmap first, durably, so that whoever takes our data later
+ * takes it there too.  Such a replica may be promoted where none
+ * UpToDate can be (role.c; sim seed 95820 of the EIO profile: the
+ * Primary's flush failed right after and it stepped down, with the other
+ * Secondary Outdated: nobody could be promoted). */
+static void write_failed(struct repl_volume *vol, const struct sapply *a)
+{
+	const struct meta_super *sb = meta_get(vol->meta);
+	bool partial = a->p->peer_role == REPL_PRIMARY && vol->role != REPL_PRIMARY &&
+		       !(sb->flags & META_F_POWER_LOST) && a->io.len &&
+		       (vol->disk_state == GEN_DISK_UPTODATE || repl__partial(vol));
+
+	if (partial) {
+		for (unsigned i = 0; i < vol->n_peers; i++)
+			meta_bits_set_range(vol->meta, vol->peers[i]->idx, a->io.offset,
+					    a->io.len);
+		partial = meta_bitmap_flush(vol->meta) == 0;
+	}
+	go_inconsistent(vol, "a write failed here", partial);
 }
 
 static void apply_done(struct repl_io *io)
@@ -217,9 +262,11 @@ static void apply_done(struct repl_io *io)
 			   a->p->node);
 	if (io->result < 0) {
 		vol->apply->failures++;
-		repl__apply_disk_failed(vol, io->flush_lost ?
-					"a flush here lost writes not yet durable" :
-					"a write failed here", io->flush_lost);
+		if (io->flush_lost)
+			repl__apply_disk_failed(vol, "a flush here lost writes not yet "
+						"durable", true);
+		else if (vol->role != REPL_PRIMARY)
+			write_failed(vol, a);
 	}
 	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
 		repl__peer_send_ack(a->p, a->seq, io->result);

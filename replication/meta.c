@@ -351,6 +351,8 @@ static int update(struct meta *m, const struct meta_super *sb, bool void_failed)
 	if (!buf)
 		return -ENOMEM;
 	next.seq = m->sb.seq + 1;
+	if (next.disk_state != META_INCONSISTENT)
+		next.flags &= ~META_F_PARTIAL;
 	repl__meta_slot_encode(&next, buf);
 	err = repl__full_pwrite(m->fd, buf, META_SLOT_SIZE, (off_t)slot * META_SLOT_SIZE);
 	free(buf);

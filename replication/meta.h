@@ -94,8 +94,13 @@ enum meta_role { META_SECONDARY = 0, META_PRIMARY = 1 };
  * could not tell (no boot id, or the flush after the crash failed) and may
  * well hold every write.  Cleared with META_F_POWER_LOST. */
 #define META_F_HOST_RESTARTED	(1u << 4)
+/* With META_INCONSISTENT only (meta_update() drops it otherwise): the
+ * replica went Inconsistent because its disk failed writes of its
+ * Primary's while it held every other one, and the regions of those
+ * writes are set in every peer's bitmap (apply.c). */
+#define META_F_PARTIAL		(1u << 5)
 #define META_F_ALL		(META_F_CLEAN | META_F_PRIMARY_CRASHED | META_F_FULL_SYNC | \
-				 META_F_POWER_LOST | META_F_HOST_RESTARTED)
+				 META_F_POWER_LOST | META_F_HOST_RESTARTED | META_F_PARTIAL)
 
 /* The host's boot id (/proc/sys/kernel/random/boot_id) when the replica was
  * last opened: an unclean stop with the same boot id at the next open was

@@ -484,6 +484,7 @@ int repl__volume_make_blank(struct repl_volume *vol)
 	for (unsigned i = 0; i < META_MAX_PEERS; i++)
 		sb.peers[i].bitmap_gen = 0;
 	sb.disk_state = META_INCONSISTENT;
+	sb.flags &= ~META_F_PARTIAL;
 	for (unsigned i = 0; i < META_BITMAPS; i++)
 		meta_bits_clear_range(vol->meta, i, 0, vol->size);
 	r = meta_update(vol->meta, &sb);

@@ -64,6 +64,7 @@ struct peer {
 	uint8_t peer_disk;		/* enum gen_disk */
 	bool peer_crashed;		/* it crashed as Primary, not resynced since */
 	bool peer_lost_power;		/* it may lack writes it acknowledged (gen.h) */
+	bool peer_partial;		/* Inconsistent, partial (gen.h) */
 	/* The last handshake made this replica its sync target (gen.c):
 	 * its data is the reference, whether or not the resync runs yet. */
 	bool hs_target;
@@ -227,6 +228,10 @@ int repl__peer_send_ack(struct peer *p, uint64_t seq, int result);
 /* Our role, disk and generation; with outdated, a notice that it is now
  * Outdated (the receiver records it and confirms with a STATE). */
 int repl__peer_send_state(struct peer *p, const struct peer *outdated);
+/* What our STATE and VOLUME say of us: Inconsistent only where writes of
+ * our Primary's failed here (gen.h's partial, apply.c), with no record or
+ * power loss since that says otherwise. */
+bool repl__partial(const struct repl_volume *vol);
 /* The notice with its token: the receiver's confirmation echoes it. */
 int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_t token);
 /* RS_DATA (data is freed once sent) or RS_ZERO (data NULL). */

@@ -51,6 +51,7 @@ void repl__peer_gen_side(const struct repl_volume *vol, int idx, struct gen_side
 	g->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
 	g->lost_power = sb->flags & META_F_POWER_LOST;
 	g->host_restarted = sb->flags & META_F_HOST_RESTARTED;
+	g->partial = repl__partial(vol);
 	g->node_id = repl__peer_node_id(vol, vol->node);
 }
 
@@ -160,6 +161,15 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 	return repl__link_send(p->l, &m, data, len, data);
 }
 
+bool repl__partial(const struct repl_volume *vol)
+{
+	const struct meta_super *sb = meta_get(vol->meta);
+
+	return vol->role != REPL_PRIMARY && vol->disk_state == GEN_DISK_INCONSISTENT &&
+	       sb->disk_state == META_INCONSISTENT && (sb->flags & META_F_PARTIAL) &&
+	       !(sb->flags & META_F_POWER_LOST) && !vol->cluster_outdated;
+}
+
 /* Our state; and (notice) that another replica is now Outdated, or
  * (confirm) that we recorded the notice with that token. */
 static int send_state_token(struct peer *p, const struct peer *outdated, bool confirm,
@@ -170,6 +180,7 @@ static int send_state_token(struct peer *p, const struct peer *outdated, bool co
 
 	m.u.state.role = (uint8_t)vol->role;
 	m.u.state.disk = vol->disk_state;
+	m.u.state.partial = repl__partial(vol);
 	m.u.state.current = meta_get(vol->meta)->gen_current;
 	if (outdated) {
 		m.u.state.outdate_notice = true;
@@ -231,6 +242,7 @@ static void fill_volume(struct peer *p, struct wire_volume *v)
 	v->crashed_primary = sb->flags & META_F_PRIMARY_CRASHED;
 	v->lost_power = sb->flags & META_F_POWER_LOST;
 	v->host_restarted = sb->flags & META_F_HOST_RESTARTED;
+	v->partial = repl__partial(vol);
 	v->peer_disk = sb->peers[p->idx].disk_state == META_OUTDATED ? GEN_DISK_OUTDATED
 								    : GEN_DISK_UNKNOWN;
 	v->has_primary = p->told_has_primary = repl__peer_has_primary(vol, p);

@@ -68,6 +68,7 @@ static void peer_from_volume(struct peer *p, const struct wire_volume *v)
 	p->peer_disk = v->disk;
 	p->peer_crashed = v->crashed_primary;
 	p->peer_lost_power = v->lost_power;
+	p->peer_partial = v->partial && v->disk == GEN_DISK_INCONSISTENT;
 }
 
 /* Are we in sync with a Primary other than p?  Then p's old record that
@@ -158,7 +159,8 @@ static void hs_gather(struct peer *p, const struct wire_volume *v, struct hs_in 
 				      .disk_state = v->disk, .primary = v->role == REPL_PRIMARY,
 				      .crashed_primary = v->crashed_primary,
 				      .lost_power = v->lost_power,
-				      .host_restarted = v->host_restarted, .node_id = v->node_id };
+				      .host_restarted = v->host_restarted, .partial = v->partial,
+				      .node_id = v->node_id };
 	memcpy(in->peer.history, v->history, sizeof(in->peer.history));
 	in->local_dirty = meta_bits_count(vol->meta, p->idx);
 	in->bitmap_blind = meta_get(vol->meta)->peers[p->idx].bitmap_gen &&
@@ -365,6 +367,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	}
 	p->peer_role = s->role;
 	p->peer_disk = s->disk;
+	p->peer_partial = s->partial && s->disk == GEN_DISK_INCONSISTENT;
 	/* Two Primaries connected (two promotions that crossed): the link
 	 * goes, so that each side must outdate the other before it
 	 * acknowledges anything, and the cluster's order picks one

@@ -223,6 +223,11 @@ struct repl_volume_status {
 	 * and its host restarted since, or it cannot tell (writes it
 	 * acknowledged unflushed may be gone: volume.c, role.c). */
 	bool crashed_primary, power_lost;
+	/* Cluster mode: Inconsistent only where writes of its Primary's
+	 * failed, never acknowledged; it holds every other acknowledged
+	 * write, and may be promoted where no UpToDate replica is
+	 * connected. */
+	bool partial;
 };
 
 struct repl_volume *repl_volume_first(struct repl_engine *eng);

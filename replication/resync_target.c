@@ -71,10 +71,17 @@ void repl__rs_start_target(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 	struct meta_super sb = *meta_get(vol->meta);
+	/* Partial (gen.h) through it only if the source is our Primary on a
+	 * link in sync, making our failed writes' regions agree: other
+	 * sources may lack writes we hold, and their data replaces ours. */
+	bool keep = p->peer_role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED;
 
 	rs_target_begin(p, false);
-	if (sb.disk_state != META_INCONSISTENT) {
+	if (sb.disk_state != META_INCONSISTENT ||
+	    (!keep && (sb.flags & META_F_PARTIAL))) {
 		sb.disk_state = META_INCONSISTENT;
+		if (!keep)
+			sb.flags &= ~META_F_PARTIAL;
 		if (meta_update(vol->meta, &sb) < 0) {
 			plog(LOG_ERR, vol->name, "cannot record the resync start");
 			meta_assume(vol->meta, &sb);
@@ -202,7 +209,8 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 	memcpy(sb.gen_history, v->history, sizeof(sb.gen_history));
 	/* Inconsistent until our own flush is done (rs_uptodate()). */
 	sb.disk_state = META_INCONSISTENT;
-	sb.flags &= ~(META_F_PRIMARY_CRASHED | META_F_POWER_LOST | META_F_HOST_RESTARTED);
+	sb.flags &= ~(META_F_PRIMARY_CRASHED | META_F_POWER_LOST | META_F_HOST_RESTARTED |
+		      META_F_PARTIAL);
 	/* What the source may lack, we lack now too: a source that lost
 	 * power (a Secondary, rule 42 of gen.c) passes that on, or a replica
 	 * made of its data would count as whole and be promoted without the

@@ -108,6 +108,8 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->bitmap_damaged_pages = meta_bad_pages(vol->meta);
 	st->crashed_primary = meta_get(vol->meta)->flags & META_F_PRIMARY_CRASHED;
 	st->power_lost = meta_get(vol->meta)->flags & META_F_POWER_LOST;
+	/* what promote_check() goes by */
+	st->partial = repl__partial(vol) && vol->eng->hooks.outdate;
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))
@@ -165,16 +167,16 @@ static void promote_generation(struct repl_volume *vol, struct meta_super *sb, b
  * a peer that may hold writes this replica acknowledged and lost with its
  * power (plain writes are acknowledged before they are flushed, on both
  * sides, and on a Primary or a Secondary alike): one not recorded
- * Outdated here that is away, or connected, UpToDate and either with its
- * power kept or our sync source by the last handshake (one recorded
- * Outdated holds nothing we could have lost: our data was flushed before
- * the record, replicate.c).  NULL when there is none.  Promoting this
- * replica would make its older data the reference and outdate that peer
- * (sim seed 3435: a Secondary that lost power was promoted while the old
- * Primary, whose daemon alone had crashed, still held the writes); the
- * cluster promotes the peer instead, or this replica waits for it and
- * resyncs from it (gen.c rules 5 and 14; fully, as nobody can know which
- * regions it lost). */
+ * Outdated here that is away, or connected, UpToDate (or partial, gen.h)
+ * and either with its power kept or our sync source by the last
+ * handshake (one recorded Outdated holds nothing we could have lost: our
+ * data was flushed before the record, replicate.c).  NULL when there is
+ * none.  Promoting this replica would make its older data the reference
+ * and outdate that peer (sim seed 3435: a Secondary that lost power was
+ * promoted while the old Primary, whose daemon alone had crashed, still
+ * held the writes); the cluster promotes the peer instead, or this
+ * replica waits for it and resyncs from it (gen.c rules 5 and 14; fully,
+ * as nobody can know which regions it lost). */
 static const struct peer *power_holder(const struct repl_volume *vol)
 {
 	const struct meta_super *sb = meta_get(vol->meta);
@@ -194,8 +196,8 @@ static const struct peer *power_holder(const struct repl_volume *vol)
 		 * data (sim seed 2109: our own promotion had failed after its
 		 * superblock reached the page cache, so we restarted
 		 * "crashed as Primary" without ever serving). */
-		if (repl__peer_up(p) && (p->peer_disk != GEN_DISK_UPTODATE || p->hs_newer ||
-					 (p->peer_lost_power && !p->hs_target)))
+		if (repl__peer_up(p) && ((p->peer_disk != GEN_DISK_UPTODATE && !p->peer_partial) ||
+					 p->hs_newer || (p->peer_lost_power && !p->hs_target)))
 			continue;
 		return p;
 	}
@@ -231,9 +233,33 @@ static const struct peer *uncrashed_peer(const struct repl_volume *vol)
 	return NULL;
 }
 
+/* A partial replica (gen.h) holds every write acknowledged outside its
+ * own failed writes' regions, which no replica was told are written: in
+ * cluster mode the Primary acknowledges nothing without us before the
+ * cluster records us Outdated (outdate.c), and that record voids the
+ * partial (apply.c).  It is promoted only where no connected peer is
+ * UpToDate and kept its power (that one holds those regions too); the
+ * regions it lacks are in its bitmaps for every peer, which resync them
+ * from it.  Without a cluster the Primary's own record, after a timeout,
+ * may release writes we lack: never then.  NULL: it may be; else why
+ * not. */
+static const char *partial_refused(const struct repl_volume *vol)
+{
+	if (!repl__partial(vol) || !vol->eng->hooks.outdate)
+		return "";
+	for (unsigned i = 0; i < vol->n_peers; i++) {
+		const struct peer *p = vol->peers[i];
+		if (repl__peer_up(p) && p->peer_disk == GEN_DISK_UPTODATE && !p->peer_lost_power)
+			return p->node;
+	}
+	return NULL;
+}
+
 /* The engine's promotion rules (the cluster's are its hook's). */
 static int promote_check(const struct repl_volume *vol, bool force, char *why, size_t len)
 {
+	const char *partial = force || vol->disk_state == GEN_DISK_UPTODATE ? NULL :
+			      partial_refused(vol);
 	const struct peer *holder = force ? NULL : power_holder(vol);
 	const struct peer *other = force ? NULL : uncrashed_peer(vol);
 
@@ -248,7 +274,11 @@ static int promote_check(const struct repl_volume *vol, bool force, char *why, s
 			return refuse(why, len, -EPERM, "resync from %s is still running",
 				      p->node);
 	}
-	if (vol->disk_state != GEN_DISK_UPTODATE && !force)
+	if (partial && *partial)
+		return refuse(why, len, -EPERM, "the local disk is Inconsistent where its "
+			      "own writes failed, and %s is UpToDate: promote %s", partial,
+			      partial);
+	if (partial)
 		return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
 			      "acknowledged writes (--force overrides)",
 			      gen_disk_name(vol->disk_state));
@@ -290,6 +320,10 @@ int repl__volume_promote(struct repl_volume *vol, bool force, bool handed_over, 
 	if (force && vol->disk_state != GEN_DISK_UPTODATE)
 		plog(LOG_CRIT, vol->name, "FORCED promotion of a %s replica: writes "
 		     "acknowledged elsewhere may be lost", gen_disk_name(vol->disk_state));
+	else if (vol->disk_state != GEN_DISK_UPTODATE)
+		plog(LOG_WARNING, vol->name, "promoting a replica Inconsistent only where "
+		     "its own writes failed, never acknowledged (no replica UpToDate is "
+		     "connected): its peers take those regions from it");
 	/* As a Secondary it acknowledged writes before they were durable (as
 	 * the old Primary did): from now on its data is the reference, and a
 	 * power loss must not take those writes with it when the replica
@@ -393,15 +427,20 @@ int repl_volume_demote(struct repl_volume *vol, char *why, size_t len)
 void repl_volume_mark_outdated(struct repl_volume *vol)
 {
 	struct meta_super sb = *meta_get(vol->meta);
+	bool was_partial;
 
 	/* counted even when it changes nothing now: a resync that ends
 	 * after its source went must not make this replica UpToDate then */
 	vol->outdate_notices++;
 	if (vol->role == REPL_PRIMARY)
 		return;
+	was_partial = repl__partial(vol);
 	vol->cluster_outdated = true;
-	if (vol->disk_state != GEN_DISK_UPTODATE)
+	if (vol->disk_state != GEN_DISK_UPTODATE) {
+		if (was_partial)	/* its Primary acknowledges writes without it */
+			repl__peers_tell_state(vol);
 		return;
+	}
 	sb.disk_state = META_OUTDATED;
 	/* Outdated even if the metadata cannot say so: the cluster's record
 	 * does (and says it again at a restart).  Left UpToDate here, the

@@ -217,6 +217,7 @@ static void loss_apply(struct repl_volume *vol, struct meta_super *upd, enum rep
 
 	plog(LOG_WARNING, vol->name, "%s says this disk lost writes on this boot that the "
 	     "metadata could not record: %s", vol->loss_marker, what[loss]);
+	upd->flags &= ~META_F_PARTIAL;
 	if (loss == REPL_LOSS_POWER)
 		upd->flags |= META_F_POWER_LOST;
 	else
@@ -302,6 +303,10 @@ static int volume_open_meta(struct repl_volume *vol, const char *path,
 	/* A replica starts as Secondary; only a local volume keeps its role. */
 	if (cfg->n_peers)
 		upd.role = REPL_SECONDARY;
+	/* A power loss may have taken writes that a partial replica (gen.h)
+	 * held, as any other. */
+	if (upd.flags & META_F_POWER_LOST)
+		upd.flags &= ~META_F_PARTIAL;
 	/* Open for business: clear the clean flag until we close cleanly. */
 	upd.flags &= ~META_F_CLEAN;
 	r = meta_update(vol->meta, &upd);

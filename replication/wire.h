@@ -161,6 +161,7 @@ struct wire_volume {
 	uint8_t peer_disk;		/* sender's view of the receiver's disk */
 	bool has_primary;		/* a Primary is connected to the sender */
 	bool no_quorum;			/* the sender lacks quorum (cluster mode) */
+	bool partial;			/* gen.h; with disk Inconsistent */
 };
 
 /* WRITE and RS_DATA.  data points into the decoded buffer (decode) or to
@@ -221,6 +222,7 @@ struct wire_state {
 	uint8_t disk;			/* enum gen_disk, not UNKNOWN */
 	bool outdate_notice;		/* "node outdated_node is Outdated" */
 	bool confirm;			/* "I recorded your notice token" */
+	bool partial;			/* gen.h; with disk Inconsistent */
 	uint32_t outdated_node;		/* 0 unless outdate_notice */
 	uint64_t current;		/* sender's current generation */
 	uint64_t token;			/* 0 unless outdate_notice or confirm */

@@ -263,7 +263,7 @@ static void enc_volume(const struct wire_msg *m, uint8_t *p)
 	p[136] = v->disk;
 	p[137] = v->role;
 	p[138] = (uint8_t)(v->crashed_primary | v->has_primary << 1 | v->lost_power << 2 |
-			   v->host_restarted << 3 | v->no_quorum << 4);
+			   v->host_restarted << 3 | v->no_quorum << 4 | v->partial << 5);
 	p[139] = v->peer_disk;
 }
 
@@ -321,7 +321,8 @@ static void enc_state(const struct wire_msg *m, uint8_t *p)
 {
 	p[0] = m->u.state.role;
 	p[1] = m->u.state.disk;
-	p[2] = (uint8_t)(m->u.state.outdate_notice | (m->u.state.confirm << 1));
+	p[2] = (uint8_t)(m->u.state.outdate_notice | (m->u.state.confirm << 1) |
+			 (m->u.state.partial << 2));
 	p[3] = 0;
 	put32(p + 4, m->u.state.outdated_node);
 	put64(p + 8, m->u.state.current);
@@ -404,13 +405,14 @@ static int dec_volume(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	v->region_size = get32(p + 132);
 	v->disk = p[136];
 	v->role = p[137];
-	if (p[138] > 31)
+	if (p[138] > 63)
 		return -EPROTO;
 	v->crashed_primary = p[138] & 1;
 	v->has_primary = (p[138] >> 1) & 1;
 	v->lost_power = (p[138] >> 2) & 1;
 	v->host_restarted = (p[138] >> 3) & 1;
-	v->no_quorum = p[138] >> 4;
+	v->no_quorum = (p[138] >> 4) & 1;
+	v->partial = p[138] >> 5;
 	v->peer_disk = p[139];
 	return all_zero(p + 140, 4) ? 0 : -EPROTO;
 }
@@ -466,10 +468,11 @@ static int dec_state(const uint8_t *p, uint32_t len, struct wire_msg *m)
 	(void)len;
 	m->u.state.role = p[0];
 	m->u.state.disk = p[1];
-	if (p[2] > 3 || p[3])
+	if (p[2] > 7 || p[3])
 		return -EPROTO;
 	m->u.state.outdate_notice = p[2] & 1;
 	m->u.state.confirm = p[2] & 2;
+	m->u.state.partial = p[2] & 4;
 	m->u.state.outdated_node = get32(p + 4);
 	m->u.state.current = get64(p + 8);
 	m->u.state.token = get64(p + 16);

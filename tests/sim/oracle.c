@@ -709,8 +709,8 @@ static bool in_sync_with_primary(const struct repl_volume_status *st, int node)
 }
 
 /* What status says of each replica agrees with what it holds: one that
- * says UpToDate, without power_lost, and that the cluster has not
- * recorded Outdated (one the cluster manager may promote) holds every
+ * says UpToDate, without power_lost, or partial, and that the cluster has
+ * not recorded Outdated (one the cluster manager may promote) holds every
  * write that must survive, on every block no request is writing. */
 void oracle_check_status(void)
 {
@@ -721,14 +721,17 @@ void oracle_check_status(void)
 		if (!nodes[i].alive)
 			continue;
 		repl_volume_status(nodes[i].vol, &st);
-		if (strcmp(st.disk, "UpToDate") || st.power_lost || cm_outdated_node(i))
+		if ((strcmp(st.disk, "UpToDate") || st.power_lost) && !st.partial)
+			continue;
+		if (cm_outdated_node(i))
 			continue;
 		/* Static mode has no fencing: a Secondary cut off from its
 		 * Primary says UpToDate without knowing better (as DRBD's
 		 * does); only one in sync with the Primary must be. */
 		if (static_mode && strcmp(st.role, "Primary") && !in_sync_with_primary(&st, i))
 			continue;
-		snprintf(what, sizeof(what), "n%d (%s, status UpToDate)", i, st.role);
+		snprintf(what, sizeof(what), "n%d (%s, status %s)", i, st.role,
+			 st.partial ? "partial" : "UpToDate");
 		check_replica(i, "status", what);
 	}
 }

@@ -57,7 +57,7 @@ static size_t samples(struct wire_msg *out)
 		.dirty = 12345, .node_id = 7,
 		.region_size = 1u << 20, .disk = GEN_DISK_UPTODATE, .role = 1,
 		.crashed_primary = true, .lost_power = true, .host_restarted = true, .peer_disk = GEN_DISK_UNKNOWN,
-		.has_primary = true, .no_quorum = true,
+		.has_primary = true, .no_quorum = true, .partial = true,
 	};
 	strcpy(m.u.volume.name, "vol0");
 	out[n++] = m;
@@ -103,6 +103,10 @@ static size_t samples(struct wire_msg *out)
 	out[n++] = m;
 	m = (struct wire_msg){ .type = WIRE_STATE, .seq = 110 };
 	m.u.state = (struct wire_state){ .role = 0, .disk = GEN_DISK_OUTDATED };
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_STATE, .seq = 110 };
+	m.u.state = (struct wire_state){ .role = 0, .disk = GEN_DISK_INCONSISTENT,
+					 .partial = true };
 	out[n++] = m;
 	out[n++] = (struct wire_msg){ .type = WIRE_PING, .seq = 111 };
 	out[n++] = (struct wire_msg){ .type = WIRE_PING_ACK, .seq = 111 };
@@ -165,7 +169,7 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		       x->role == y->role && x->crashed_primary == y->crashed_primary &&
 		       x->lost_power == y->lost_power && x->host_restarted == y->host_restarted &&
 		       x->peer_disk == y->peer_disk && x->has_primary == y->has_primary &&
-		       x->no_quorum == y->no_quorum;
+		       x->no_quorum == y->no_quorum && x->partial == y->partial;
 	}
 	case WIRE_WRITE:
 	case WIRE_RS_DATA:
@@ -186,6 +190,7 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 		return a->u.state.role == b->u.state.role && a->u.state.disk == b->u.state.disk &&
 		       a->u.state.outdate_notice == b->u.state.outdate_notice &&
 		       a->u.state.confirm == b->u.state.confirm &&
+		       a->u.state.partial == b->u.state.partial &&
 		       a->u.state.outdated_node == b->u.state.outdated_node &&
 		       a->u.state.current == b->u.state.current &&
 		       a->u.state.token == b->u.state.token;
@@ -592,7 +597,7 @@ static void test_rejects(void)
 	reject("volume region 3", &vol, H + 135, 3, -EPROTO);
 	reject("volume disk unknown", &vol, H + 136, GEN_DISK_UNKNOWN, -EPROTO);
 	reject("volume role 2", &vol, H + 137, 2, -EPROTO);
-	reject("volume flags 32", &vol, H + 138, 32, -EPROTO);
+	reject("volume flags 64", &vol, H + 138, 64, -EPROTO);
 	reject("volume peer disk 6", &vol, H + 139, 6, -EPROTO);
 	reject("volume reserved", &vol, H + 143, 1, -EPROTO);
 	reject("write flags", &wr, H + 15, 2, -EPROTO);
@@ -612,7 +617,7 @@ static void test_rejects(void)
 	reject("rs_request reserved", &rsq, H + 12, 1, -EPROTO);
 	reject("state role 2", &st, H + 0, 2, -EPROTO);
 	reject("state disk unknown", &st, H + 1, GEN_DISK_UNKNOWN, -EPROTO);
-	reject("state flags 4", &st, H + 2, 4, -EPROTO);
+	reject("state flags 8", &st, H + 2, 8, -EPROTO);
 	reject("state notice and confirmation", &st, H + 2, 3, -EPROTO);
 	reject("state reserved", &st, H + 3, 1, -EPROTO);
 	reject("bye reason", &bye, H + 3, WIRE_BYE_REASON_COUNT, -EPROTO);
