@@ -118,6 +118,7 @@ unsigned evdiff_volume(const struct repl_volume_status *old,
 	cmp_bool(&l, "crashed_primary", NULL, NULL, old->crashed_primary,
 		 new_st->crashed_primary);
 	cmp_bool(&l, "power_lost", NULL, NULL, old->power_lost, new_st->power_lost);
+	cmp_bool(&l, "partial", NULL, NULL, old->partial, new_st->partial);
 	cmp_bool(&l, "up", NULL, NULL, old->up, new_st->up);
 	cmp_str(&l, "window", NULL, NULL, old->window, new_st->window);
 	cmp_u64(&l, "size", old->size, new_st->size);

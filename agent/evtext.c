@@ -139,6 +139,8 @@ static const struct field {
 	  "resynced after going down as Primary" },
 	{ "power_lost", NULL, "lost power: writes it acknowledged may be gone",
 	  "whole again after a power loss" },
+	{ "partial", NULL, "partial: Inconsistent only where its own writes failed",
+	  "no longer partial" },
 	{ "up", NULL, "up", "down" },
 	{ "present", NULL, "added", "removed" },
 	{ "window", "migration window", NULL, NULL },

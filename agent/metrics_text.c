@@ -167,6 +167,7 @@ static uint64_t g_quorate(const struct metrics_vol *v) { return v->sx.quorate; }
 static uint64_t g_meta_failing(const struct metrics_vol *v) { return v->st.meta_error[0] != 0; }
 static uint64_t g_crashed_primary(const struct metrics_vol *v) { return v->st.crashed_primary; }
 static uint64_t g_power_lost(const struct metrics_vol *v) { return v->st.power_lost; }
+static uint64_t g_partial(const struct metrics_vol *v) { return v->st.partial; }
 static uint64_t g_primary(const struct metrics_vol *v) { return !strcmp(v->st.role, "Primary"); }
 static uint64_t g_read_bytes(const struct metrics_vol *v) { return v->sx.bytes[REPL_STAT_READ]; }
 static uint64_t g_written_bytes(const struct metrics_vol *v) { return v->sx.bytes[REPL_STAT_WRITE]; }
@@ -187,6 +188,7 @@ static const struct vol_family {
 	{ "replagent_volume_metadata_failing", "gauge", "1 if the activity log or a bitmap cannot be written (writes fail).", g_meta_failing },
 	{ "replagent_volume_crashed_primary", "gauge", "1 from a restart after going down as Primary until a resync makes it whole.", g_crashed_primary },
 	{ "replagent_volume_power_lost", "gauge", "1 from a restart after a power loss (writes it acknowledged may be gone) until a resync or a promotion.", g_power_lost },
+	{ "replagent_volume_partial", "gauge", "1 while Inconsistent only where writes of its Primary's failed (it holds every other acknowledged write).", g_partial },
 	{ "replagent_read_bytes_total", "counter", "Bytes read by NBD clients.", g_read_bytes },
 	{ "replagent_written_bytes_total", "counter", "Bytes written by NBD clients.", g_written_bytes },
 	{ "replagent_discarded_bytes_total", "counter", "Bytes trimmed or zeroed by NBD clients.", g_discarded_bytes },

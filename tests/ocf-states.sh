@@ -6,7 +6,8 @@
 # as a stopped, hung or confused daemon would) and one for crm_attribute
 # (it records the promotion score the agent sets).  Checked: the monitor
 # result and the promotion score for each state of a replica (an Outdated
-# or Inconsistent replica never has a score), probes and stops when
+# or Inconsistent replica never has a score, but a partial one with no
+# UpToDate peer connected has the lowest), probes and stops when
 # replagentd is not running, start, stop, promote and demote doing what
 # they should and nothing else, a hung CLI cut short within Pacemaker's
 # timeout, and the parameters validate-all refuses.  Run with dash (the
@@ -93,8 +94,11 @@ given() {
 	echo unset >"$STUB/score"
 	: >"$STUB/calls"
 }
-line() { # ROLE DISK UP FROZEN CLIENTS PEERS CONNECTED UPTODATE_PEERS
-	echo "role=$1 disk=$2 up=$3 frozen=$4 clients=$5 peers=$6 connected=$7 uptodate_peers=$8"
+line() { # ROLE DISK[/partial] UP FROZEN CLIENTS PEERS CONNECTED UPTODATE_PEERS
+	local disk=${2%/partial} partial=no
+	[ "$disk" = "$2" ] || partial=yes
+	echo "role=$1 disk=$disk up=$3 frozen=$4 clients=$5 peers=$6 connected=$7" \
+		"uptodate_peers=$8 partial=$partial"
 }
 score() { cat "$STUB/score"; }
 calls() { tr '\n' ';' <"$STUB/calls"; }
@@ -121,6 +125,11 @@ Secondary  UpToDate      yes yes    0       2     2    2         0  deleted
 Secondary  Outdated      yes no     0       2     2    2         0  deleted
 Secondary  Outdated      yes no     0       2     0    0         0  deleted
 Secondary  Inconsistent  yes no     0       2     2    1         0  deleted
+Secondary  Inconsistent  yes no     0       2     0    0         0  deleted
+Secondary  Inconsistent/partial yes no 0    2     1    0         0  1
+Secondary  Inconsistent/partial yes no 0    2     0    0         0  1
+Secondary  Inconsistent/partial yes no 0    2     2    1         0  deleted
+Secondary  Inconsistent/partial yes yes 0   2     0    0         0  deleted
 Secondary  Consistent    yes no     0       2     0    0         0  deleted
 Secondary  Unknown       yes no     0       2     0    0         0  deleted
 Secondary  Failed        yes no     0       2     2    2         0  deleted

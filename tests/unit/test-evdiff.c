@@ -14,7 +14,8 @@
 /* ---- volumes ------------------------------------------------------------------ */
 
 /* "Primary UpToDate" + flags (f: io_frozen, d: down, w: a migration window
- * open, g: grown from 64 to 96 MiB, c: crashed_primary, p: power_lost) +
+ * open, g: grown from 64 to 96 MiB, c: crashed_primary, p: power_lost,
+ * i: partial) +
  * peers
  * "n2:Connected:Secondary:UpToDate" (NULL: the volume does not exist). */
 struct vol_spec {
@@ -45,6 +46,7 @@ static void make_vol(const struct vol_spec *spec, struct repl_volume_status *st)
 	st->io_frozen = spec->flags && strchr(spec->flags, 'f');
 	st->crashed_primary = spec->flags && strchr(spec->flags, 'c');
 	st->power_lost = spec->flags && strchr(spec->flags, 'p');
+	st->partial = spec->flags && strchr(spec->flags, 'i');
 	st->up = !(spec->flags && strchr(spec->flags, 'd'));
 	st->window = spec->flags && strchr(spec->flags, 'w') ? "open" : "none";
 	st->size = spec->flags && strchr(spec->flags, 'g') ? 96 << 20 : 64 << 20;
@@ -102,6 +104,8 @@ static const struct {
 	  "crashed_primary 0>1" },
 	{ &P2, VOL("Primary", "UpToDate", "fp", "n2:Connected:Secondary:UpToDate"), false,
 	  "io_frozen 0>1;power_lost 0>1" },
+	{ &P2, VOL("Primary", "Inconsistent", "i", "n2:Connected:Secondary:UpToDate"), false,
+	  "disk UpToDate>Inconsistent;partial 0>1" },
 	{ &P2, VOL("Primary", "UpToDate", "w", "n2:Connected:Secondary:UpToDate"), false,
 	  "window none>open" },
 	{ &P2, VOL("Primary", "UpToDate", "g", "n2:Connected:Secondary:UpToDate"), false,

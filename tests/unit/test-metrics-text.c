@@ -60,6 +60,7 @@ static void test_render(void)
 	fill(&v[1], "vol1");
 	v[1].st.role = "Secondary";
 	v[1].st.power_lost = true;
+	v[1].st.partial = true;
 	CHECK(metrics_render(v, 2, &t, &len) == 0);
 	if (!t)
 		return;
@@ -78,6 +79,8 @@ static void test_render(void)
 	HAS(t, "replagent_volume_quorate{volume=\"vol0\"} 1");
 	HAS(t, "replagent_volume_power_lost{volume=\"vol0\"} 0");
 	HAS(t, "replagent_volume_power_lost{volume=\"vol1\"} 1");
+	HAS(t, "replagent_volume_partial{volume=\"vol0\"} 0");
+	HAS(t, "replagent_volume_partial{volume=\"vol1\"} 1");
 	HAS(t, "replagent_volume_crashed_primary{volume=\"vol1\"} 0");
 	HAS(t, "replagent_requests_total{volume=\"vol0\",op=\"write\"} 7");
 	HAS(t, "replagent_written_bytes_total{volume=\"vol0\"} 28672");
