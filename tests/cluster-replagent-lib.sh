@@ -296,6 +296,22 @@ rc_pair_primary() {
 	rc_promote_retry "$a" 10 "$vol" || fail "promote $vol on n$a refused"
 }
 
+# rc_pair_faultdisk I...: the three nodes of the disk-fault tests, with
+# the faultdisk shim (tests/faultdisk.c) under replagentd on each node I,
+# all started, and vol0 (64 MiB) on n1, Primary, and n2 (n3 only votes).
+rc_pair_faultdisk() {
+	local i
+	faultdisk_init
+	rc_setup 3 0
+	for i; do
+		rc_faultdisk "$i"
+	done
+	for i in 1 2 3; do
+		rc_start "$i"
+	done
+	rc_pair_primary vol0 1 2
+}
+
 # rc_end_checked VOL ACKLOG A B: stops every node's replagentd, then VOL's
 # backings on nodes A and B must be identical and B's must hold every
 # write of ACKLOG (ackcheck's log of what was acknowledged); rc_finish.

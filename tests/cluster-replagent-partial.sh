@@ -23,14 +23,7 @@ rc_requires
 t0=$(now_s)
 ACK=$TESTDIR/ack-n1.log
 
-faultdisk_init
-rc_setup 3 0
-rc_faultdisk 1
-rc_faultdisk 2
-for i in 1 2 3; do
-	rc_start "$i"
-done
-rc_pair_primary vol0 1 2
+rc_pair_faultdisk 1 2
 
 start_writer "$ACK" --unix "${RC_NBD[1]}" --export vol0 --duration 6 \
 	--inflight 8 --flush-every 0 --span $((16 << 20)) --stall-timeout 20
