@@ -42,7 +42,10 @@
  * Under the simulator (sys.h's pool_kick set) a pool has no threads and no
  * eventfd: it keeps its queue, tells the simulator of each submit, and
  * the simulator runs one queued I/O of its choosing on the loop thread
- * with repl__iopool_step().  Its pool_inline, if set, says whether the
+ * with repl__iopool_step(), as a worker would, and later hands the
+ * completions gathered meanwhile to their ->done with
+ * repl__iopool_deliver(), as the loop's dispatch does (so a flush may run
+ * while another's failure is not yet heard of).  Its pool_inline, if set, says whether the
  * writes of a batch's end run inline, as above. */
 #include "config.h"
 
@@ -621,15 +624,16 @@ unsigned repl__iopool_queued(const struct iopool *p)
 	return n;
 }
 
-void repl__iopool_step(struct iopool *p, unsigned i)
+bool repl__iopool_step(struct iopool *p, unsigned i)
 {
 	struct repl_io **pp = &p->queue_head, *io;
+	bool wake;
 
 	while (*pp && i--)
 		pp = &(*pp)->next;
 	io = *pp;
 	if (!io)
-		return;
+		return false;
 	*pp = io->next;
 	if (!p->queue_head)
 		p->queue_tail = &p->queue_head;
@@ -637,8 +641,30 @@ void repl__iopool_step(struct iopool *p, unsigned i)
 		p->queue_tail = pp;
 	io->next = NULL;
 	io->result = exec(p, io, NULL);
-	heard(p, io);
-	io->done(io);
+	if (io->flags & REPL_IO_DONE_ANY_THREAD) {
+		heard(p, io);
+		io->done(io);
+		return false;
+	}
+	wake = !p->done_head;
+	*p->done_tail = io;
+	p->done_tail = &io->next;
+	return wake;
+}
+
+bool repl__iopool_loss_unheard(const struct iopool *p)
+{
+	return __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE) !=
+	       __atomic_load_n(&p->lost_heard, __ATOMIC_ACQUIRE);
+}
+
+void repl__iopool_deliver(struct iopool *p)
+{
+	struct repl_io *io = lost_first(p, p->done_head);
+
+	p->done_head = NULL;
+	p->done_tail = &p->done_head;
+	complete(p->eng, io);	/* a ->done may free the pool */
 }
 
 void repl__iopool_free(struct iopool *p)
@@ -678,13 +704,13 @@ void repl__iopool_free(struct iopool *p)
 		}
 		close(p->efd);
 	} else if (repl__sys->pool_kick) {
-		struct repl_io *io;
-
-		/* What is still queued runs now, in order, as above. */
-		while ((io = pop_queue(p))) {
-			io->result = exec(p, io, NULL);
-			heard(p, io);
-			io->done(io);
+		/* Completions not yet delivered, then what is still queued,
+		 * in order, as above. */
+		for (;;) {
+			repl__iopool_deliver(p);
+			if (!p->queue_head)
+				break;
+			repl__iopool_step(p, 0);
 		}
 		repl__sys->pool_gone(p);
 	}

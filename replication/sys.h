@@ -93,9 +93,16 @@ int repl__full_pwritev2(int fd, const void *buf, size_t len, off_t off, int rwfl
  * it), over repl__sys: 0 or -errno. */
 int repl__fsync_dir_of(const char *path);
 
-/* Simulator pools (pool_kick set): how many I/Os are queued, and run the
- * one at index i of the queue (its ->done runs before this returns). */
+/* Simulator pools (pool_kick set): how many I/Os are queued; run the one
+ * at index i of the queue, as a worker would (its ->done waits for
+ * repl__iopool_deliver(), unless it may run on any thread: true when it
+ * is the first completion waiting, the loop's wake-up); and run the
+ * ->done of every completion waiting, as the loop's dispatch does. */
 unsigned repl__iopool_queued(const struct iopool *pool);
-void repl__iopool_step(struct iopool *pool, unsigned i);
+bool repl__iopool_step(struct iopool *pool, unsigned i);
+void repl__iopool_deliver(struct iopool *pool);
+/* A FLUSH (or FUA request) that lost writes has run and its ->done has
+ * not yet: until then a sync fails as lost (a promotion's among them). */
+bool repl__iopool_loss_unheard(const struct iopool *pool);
 
 #endif

@@ -27,6 +27,7 @@
 #include "meta.h"
 #include "repl_int.h"
 #include "replsim.h"
+#include "sys.h"
 
 unsigned stat_ops, stat_acked, stat_failed;
 
@@ -711,7 +712,10 @@ static bool in_sync_with_primary(const struct repl_volume_status *st, int node)
 /* What status says of each replica agrees with what it holds: one that
  * says UpToDate, without power_lost, or partial, and that the cluster has
  * not recorded Outdated (one the cluster manager may promote) holds every
- * write that must survive, on every block no request is writing. */
+ * write that must survive, on every block no request is writing.  Not
+ * while its disk's loss is not yet heard of (a flush that failed on a
+ * worker, its completion not yet taken by the loop: iopool.c): its status
+ * cannot know yet, and a promotion's sync fails then. */
 void oracle_check_status(void)
 {
 	for (int i = 0; i < (int)n_replicas; i++) {
@@ -723,7 +727,8 @@ void oracle_check_status(void)
 		repl_volume_status(nodes[i].vol, &st);
 		if ((strcmp(st.disk, "UpToDate") || st.power_lost) && !st.partial)
 			continue;
-		if (cm_outdated_node(i))
+		if (cm_outdated_node(i) ||
+		    (nodes[i].vol->pool && repl__iopool_loss_unheard(nodes[i].vol->pool)))
 			continue;
 		/* Static mode has no fencing: a Secondary cut off from its
 		 * Primary says UpToDate without knowing better (as DRBD's

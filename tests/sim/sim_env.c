@@ -389,14 +389,22 @@ static uint64_t pool_latency(int node)
 	return 50000 + rnd_below(2 * SIM_MS);
 }
 
+static void pool_deliver_ev(void *a, uint64_t b)
+{
+	(void)b;
+	repl__iopool_deliver(a);
+}
+
+/* A worker runs one queued I/O; the loop takes the completions a little
+ * later, with whatever else ran meanwhile (iopool.c's dispatch). */
 static void pool_step_ev(void *a, uint64_t b)
 {
 	struct iopool *p = a;
 	unsigned n = repl__iopool_queued(p);
 
 	(void)b;
-	if (n)
-		repl__iopool_step(p, (unsigned)rnd_below(n));
+	if (n && repl__iopool_step(p, (unsigned)rnd_below(n)))
+		sim_at(sim_now + 10000 + rnd_below(SIM_MS), sim_cur, pool_deliver_ev, p, 0);
 }
 
 void sim_pool_kick(struct iopool *p)
