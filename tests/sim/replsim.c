@@ -318,24 +318,40 @@ static bool settled_a_while(uint64_t deadline, const char **why)
 	}
 }
 
-/* Every replica is Inconsistent and each one's disk failed writes or
- * flushes (a flush that fails tears what it had to write: sim_disk.c): no
- * replica knows that it holds every write acknowledged, and none may be
- * promoted without an operator's --force (DRBD, with every disk
- * detached, is as stuck).  A run ends so only after the disks failed
- * within moments of each other. */
+/* Every replica lost writes by its own account, none partial, and the
+ * disk of one at least failed: each is Inconsistent and its disk failed
+ * writes or flushes (a flush that fails tears what it had to write:
+ * sim_disk.c), or it lost power and has not been resynced since
+ * (power_lost); or the cluster records it Outdated.  No replica knows
+ * that it holds every write acknowledged, and none may be promoted
+ * without an operator's --force (DRBD, with every disk detached, is as
+ * stuck; sim seed 14446 of the EIO profile: the Primary's flush failed
+ * and it stepped down for the target of a resync it had just sent in
+ * full, which lost its power before its own flush ended; 13681 of
+ * --inline: the disks of the two replicas of a new Primary's era failed
+ * in turn, the old Primary Outdated).  A run ends so only after the
+ * losses came within moments of each other. */
 static bool all_disks_lost(void)
 {
 	struct repl_volume_status st;
+	bool failed = false;
 
 	for (int i = 0; i < (int)n_replicas; i++) {
-		if (!nodes[i].alive || !sim_disk_failed(i))
+		if (!nodes[i].alive)
 			return false;
 		repl_volume_status(nodes[i].vol, &st);
+		if (st.partial || !strcmp(st.role, "Primary"))
+			return false;
+		if (cm_outdated_node(i) && strcmp(st.disk, "UpToDate"))
+			continue;
 		if (strcmp(st.disk, "Inconsistent"))
 			return false;
+		if (sim_disk_failed(i))
+			failed = true;
+		else if (!st.power_lost)
+			return false;
 	}
-	return true;
+	return failed;
 }
 
 static void dump_status(void)
@@ -414,12 +430,13 @@ static int run(uint64_t seed)
 	deadline = sim_now + 300000 * SIM_MS;
 	if (!settled_a_while(deadline, &why)) {
 		if (all_disks_lost()) {
-			trace("run: no replica may be promoted: the disk of each failed, and "
-			      "none knows that it holds every write acknowledged (an "
-			      "operator's --force is the way out)");
+			trace("run: no replica may be promoted: each lost writes (its "
+			      "disk failed, or its power, or the cluster records it "
+			      "Outdated), and none knows that it holds every write "
+			      "acknowledged (an operator's --force is the way out)");
 			if (!sweeping)
-				printf("seed %" PRIu64 ": ok, with no Primary at the end: the "
-				       "disk of every replica failed\n", seed);
+				printf("seed %" PRIu64 ": ok, with no Primary at the end: every "
+				       "replica lost writes, a disk failing\n", seed);
 			return 0;
 		}
 		printf("seed %" PRIu64 ": status after heal:\n", seed);
