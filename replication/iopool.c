@@ -45,8 +45,8 @@
  * with repl__iopool_step(), as a worker would, and later hands the
  * completions gathered meanwhile to their ->done with
  * repl__iopool_deliver(), as the loop's dispatch does (so a flush may run
- * while another's failure is not yet heard of).  Its pool_inline, if set, says whether the
- * writes of a batch's end run inline, as above. */
+ * while another's failure is not yet heard of).  Its pool_inline, if set,
+ * says whether the writes of a batch's end run inline, as above. */
 #include "config.h"
 
 #include <errno.h>
