@@ -76,7 +76,9 @@ pcs resource create "$GUEST" ocf:heartbeat:VirtualDomain \
 	meta allow-migrate=true resource-stickiness=100 "$@"
 
 # After the volume's replica is up, on a node that has one, and never where
-# that replica is not UpToDate (it may lack acknowledged writes).
+# that replica is not UpToDate (it may lack acknowledged writes), unless it
+# is partial with no UpToDate replica connected (the attribute is the
+# promotion score: ocf-resources/volume).
 # shellcheck disable=SC1010 # "then" is a word of pcs here
 pcs constraint order start "$CLONE" then start "$GUEST"
 pcs constraint colocation add "$GUEST" with "$CLONE" INFINITY
