@@ -7,8 +7,9 @@
 # transaction.  Then writes over 32 extents fill and overflow the set, a
 # writer hammers 8 MiB of it, the Primary is killed with SIGKILL in the
 # middle, restarts and is promoted again: the resync covers at most the
-# set (16 extents, 64 MiB, not the 128 MiB written), and afterwards the
-# replicas are byte-identical and hold every acknowledged write.
+# set and the 2 extents the hammered span evicted (72 MiB, not the 128 MiB
+# written), and afterwards the replicas are byte-identical and hold every
+# acknowledged write.
 # shellcheck source=tests/functions.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/functions.sh" || exit 99
 
@@ -83,8 +84,14 @@ bytes=$(printf '%s\n' "$line" | sed -E 's/.*resync to b: ([0-9]+) bytes.*/\1/')
 [ -n "$bytes" ] || fail "no resync logged"
 log "$line"
 [ "$bytes" -gt 0 ] || fail "nothing resynced after the crash"
-[ "$bytes" -le $((16 * 4 * MIB)) ] ||
-	fail "resynced $bytes bytes, more than the 16 extents of the activity log"
+# The set, and the two extents the hammered span brought in evicted: an
+# evicted extent's bits are cleared in memory once a data flush after its
+# eviction worked, and reach the disk with a later bitmap write (al_vol.c),
+# so a crash before that one resyncs them too (17 extents in a CI run
+# under ASan).
+[ "$bytes" -le $(((16 + 2) * 4 * MIB)) ] ||
+	fail "resynced $bytes bytes, more than the 16 extents of the activity log" \
+		"and the 2 it evicted last"
 stop_node a
 stop_node b
 cmp_backings a b || fail "a and b differ"
