@@ -243,8 +243,8 @@ void repl__apply_disk_failed(struct repl_volume *vol, const char *what, bool los
 static void write_failed(struct repl_volume *vol, const struct sapply *a)
 {
 	const struct meta_super *sb = meta_get(vol->meta);
-	bool partial = a->p->peer_role == REPL_PRIMARY && vol->role != REPL_PRIMARY &&
-		       !(sb->flags & META_F_POWER_LOST) && a->io.len &&
+	bool partial = a->p->peer_role == REPL_PRIMARY && !(sb->flags & META_F_POWER_LOST) &&
+		       a->io.len &&
 		       (vol->disk_state == GEN_DISK_UPTODATE || repl__partial(vol));
 
 	if (partial) {

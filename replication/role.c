@@ -82,6 +82,20 @@ static void meta_status(const struct repl_volume *vol, struct repl_volume_status
 			 "failed (%s): the writes waiting for it failed with EIO", err);
 }
 
+/* A partial replica (gen.h) holds every write acknowledged outside its
+ * own failed writes' regions, which no replica was told are written: in
+ * cluster mode the Primary acknowledges nothing without us before the
+ * cluster records us Outdated (outdate.c), and that record voids the
+ * partial (apply.c).  It may be promoted where no UpToDate peer is
+ * connected (promote_check(), uptodate_peer()); the regions it lacks are
+ * in its bitmaps for every peer, which resync them from it.  Without a
+ * cluster the Primary's own record, after a timeout, may release writes
+ * we lack: never then. */
+static bool partial_promotable(const struct repl_volume *vol)
+{
+	return repl__partial(vol) && vol->eng->hooks.outdate;
+}
+
 void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status *st)
 {
 	memset(st, 0, sizeof(*st));
@@ -108,8 +122,7 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 	st->bitmap_damaged_pages = meta_bad_pages(vol->meta);
 	st->crashed_primary = meta_get(vol->meta)->flags & META_F_PRIMARY_CRASHED;
 	st->power_lost = meta_get(vol->meta)->flags & META_F_POWER_LOST;
-	/* what promote_check() goes by */
-	st->partial = repl__partial(vol) && vol->eng->hooks.outdate;
+	st->partial = partial_promotable(vol);
 }
 
 #define refuse(why, len, err, ...) (snprintf((why), (len), __VA_ARGS__), (err))
@@ -233,24 +246,14 @@ static const struct peer *uncrashed_peer(const struct repl_volume *vol)
 	return NULL;
 }
 
-/* A partial replica (gen.h) holds every write acknowledged outside its
- * own failed writes' regions, which no replica was told are written: in
- * cluster mode the Primary acknowledges nothing without us before the
- * cluster records us Outdated (outdate.c), and that record voids the
- * partial (apply.c).  It is promoted only where no connected peer is
- * UpToDate and kept its power (that one holds those regions too); the
- * regions it lacks are in its bitmaps for every peer, which resync them
- * from it.  Without a cluster the Primary's own record, after a timeout,
- * may release writes we lack: never then.  NULL: it may be; else why
- * not. */
-static const char *partial_refused(const struct repl_volume *vol)
+/* A connected peer that is UpToDate and kept its power: it holds the
+ * regions a partial replica lacks, and is the one to promote. */
+static const struct peer *uptodate_peer(const struct repl_volume *vol)
 {
-	if (!repl__partial(vol) || !vol->eng->hooks.outdate)
-		return "";
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		const struct peer *p = vol->peers[i];
 		if (repl__peer_up(p) && p->peer_disk == GEN_DISK_UPTODATE && !p->peer_lost_power)
-			return p->node;
+			return p;
 	}
 	return NULL;
 }
@@ -258,8 +261,6 @@ static const char *partial_refused(const struct repl_volume *vol)
 /* The engine's promotion rules (the cluster's are its hook's). */
 static int promote_check(const struct repl_volume *vol, bool force, char *why, size_t len)
 {
-	const char *partial = force || vol->disk_state == GEN_DISK_UPTODATE ? NULL :
-			      partial_refused(vol);
 	const struct peer *holder = force ? NULL : power_holder(vol);
 	const struct peer *other = force ? NULL : uncrashed_peer(vol);
 
@@ -274,14 +275,18 @@ static int promote_check(const struct repl_volume *vol, bool force, char *why, s
 			return refuse(why, len, -EPERM, "resync from %s is still running",
 				      p->node);
 	}
-	if (partial && *partial)
-		return refuse(why, len, -EPERM, "the local disk is Inconsistent where its "
-			      "own writes failed, and %s is UpToDate: promote %s", partial,
-			      partial);
-	if (partial)
-		return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
-			      "acknowledged writes (--force overrides)",
-			      gen_disk_name(vol->disk_state));
+	if (vol->disk_state != GEN_DISK_UPTODATE && !force) {
+		const struct peer *up = uptodate_peer(vol);
+
+		if (!partial_promotable(vol))
+			return refuse(why, len, -EPERM, "the local disk is %s: it may lack "
+				      "acknowledged writes (--force overrides)",
+				      gen_disk_name(vol->disk_state));
+		if (up)
+			return refuse(why, len, -EPERM, "the local disk is Inconsistent where "
+				      "its own writes failed, and %s is UpToDate: promote %s",
+				      up->node, up->node);
+	}
 	if (holder)
 		return refuse(why, len, -EPERM, "this replica went down uncleanly with its "
 			      "host (a power loss, or it cannot tell) and may lack writes it "
