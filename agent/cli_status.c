@@ -78,7 +78,8 @@ static void append_resync(char *line, size_t size, const struct json_value *rs)
 {
 	uint64_t total = 0, done = 0, rate = 0;
 	int64_t eta;
-	char part[128], sz[32], t[32];
+	const char *err;
+	char part[256], sz[32], t[32], text[160];
 
 	json_get_u64(rs, "total_bytes", &total);
 	json_get_u64(rs, "done_bytes", &done);
@@ -98,6 +99,11 @@ static void append_resync(char *line, size_t size, const struct json_value *rs)
 	cli_append(line, size, part);
 	if (json_get_i64(rs, "eta_s", &eta) == 0 && eta >= 0) {
 		snprintf(part, sizeof(part), ", ETA %s", format_eta(eta, t, sizeof(t)));
+		cli_append(line, size, part);
+	}
+	err = json_get_str(rs, "error");
+	if (err && *err) {
+		snprintf(part, sizeof(part), ", waiting: %s", cli_clean(err, text, sizeof(text)));
 		cli_append(line, size, part);
 	}
 }

@@ -55,6 +55,7 @@ static void put_resync(struct json_writer *w, const struct repl_peer_status *p)
 	json_kv_u64(w, "total_bytes", p->resync_total_bytes);
 	json_kv_u64(w, "done_bytes", p->resync_done_bytes);
 	json_kv_u64(w, "rate_bps", p->resync_rate_bps);
+	json_kv_str(w, "error", p->resync_error);
 	json_key(w, "eta_s");
 	if (p->resync_eta_s < 0)
 		json_null(w);

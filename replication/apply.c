@@ -14,12 +14,15 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
 #include "bufpool.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "ratelimit.h"
+#include "util.h"
 
 struct sapply {
 	struct repl_io io;
@@ -38,6 +41,7 @@ struct apply {
 	struct sapply *wait_head, *wait_tail;
 	void (*observer)(struct repl_volume *vol);	/* NULL: nobody listens */
 	uint64_t failures;		/* applies that failed here, ever */
+	struct ratelimit fail_log;	/* a full disk fails each of them */
 };
 
 int repl__apply_open(struct repl_volume *vol)
@@ -256,6 +260,24 @@ static void write_failed(struct repl_volume *vol, const struct sapply *a)
 	go_inconsistent(vol, "a write failed here", partial);
 }
 
+#define FAIL_LOG_MS 10000
+
+/* One line every FAIL_LOG_MS at most: a full disk fails every write the
+ * Primary and the resync send (tests/repl-disk-full.sh). */
+static void log_failure(struct repl_volume *vol, const struct sapply *a, int err)
+{
+	unsigned skipped;
+	char more[64] = "";
+
+	if (!ratelimit_ok(&vol->apply->fail_log, now_mono_ms(), FAIL_LOG_MS, &skipped))
+		return;
+	if (skipped)
+		snprintf(more, sizeof(more), " (%u more failed since the last such message)",
+			 skipped);
+	plog_errno(LOG_ERR, vol->name, err, "applying a write from %s at %llu%s", a->p->node,
+		   (unsigned long long)a->io.offset, more);
+}
+
 static void apply_done(struct repl_io *io)
 {
 	struct sapply *a = (struct sapply *)io;
@@ -279,10 +301,8 @@ static void apply_done(struct repl_io *io)
 			   "nothing written since the last one that worked: nothing lost");
 		io->result = 0;
 	}
-	if (io->result < 0)
-		plog_errno(LOG_ERR, vol->name, -io->result, "applying a write from %s",
-			   a->p->node);
 	if (io->result < 0) {
+		log_failure(vol, a, -io->result);
 		vol->apply->failures++;
 		if (io->flush_lost)
 			repl__apply_disk_failed(vol, "a flush here lost writes not yet "

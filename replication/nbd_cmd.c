@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -168,6 +169,22 @@ void repl__nbd_replies_send(void *conn)
 	pthread_mutex_unlock(&c->lock);
 }
 
+#define FAIL_LOG_MS 10000
+
+/* Under c->lock: a failing disk fails every request, a message per 10 s. */
+static void log_failed(struct nbd_conn *c, const struct repl_io *io)
+{
+	unsigned skipped;
+	char more[64] = "";
+
+	if (!ratelimit_ok(&c->fail_log, now_mono_ms(), FAIL_LOG_MS, &skipped))
+		return;
+	if (skipped)
+		snprintf(more, sizeof(more), " (%u more since the last such message)", skipped);
+	plog_errno(LOG_WARNING, c->vol->name, -io->result, "request at offset %llu failed%s",
+		   (unsigned long long)io->offset, more);
+}
+
 /* Any thread: answers the request (or drops it on a dead connection).  In
  * a batch on the loop thread (the acknowledgements one read of a replica
  * link brought, the writes done inline) the reply goes out with the
@@ -177,12 +194,10 @@ static void req_done(struct repl_io *io)
 	struct nbd_req *req = (struct nbd_req *)io;
 	struct nbd_conn *c = req->conn;
 
-	if (io->result < 0)
-		plog_errno(LOG_WARNING, c->vol->name, -io->result,
-			   "request at offset %llu failed",
-			   (unsigned long long)io->offset);
 	repl__stats_io(&c->vol->stats, io->op, io->len, req->start_ns, io->result);
 	pthread_mutex_lock(&c->lock);
+	if (io->result < 0)
+		log_failed(c, io);
 	if (c->dead) {
 		repl__nbd_req_out_free(&req->out);
 		if (c->inflight == 0)

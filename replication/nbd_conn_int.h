@@ -68,6 +68,7 @@ struct nbd_conn {
 	size_t inflight_bytes;
 	unsigned busy;
 	pthread_mutex_t lock;
+	struct ratelimit fail_log;	/* failed requests' messages, under lock */
 	bool notified;			/* on the engine's notify list */
 	struct nbd_conn *notify_next;
 	bool registered;		/* fd is in the loop */

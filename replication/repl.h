@@ -173,6 +173,9 @@ struct repl_peer_status {
 	uint64_t resync_rate_bps;	/* recent bytes per second */
 	int64_t resync_eta_s;		/* -1 when unknown */
 	uint64_t resync_sent_bytes;	/* data sent by resyncs since start */
+	/* "" or why the running resync waits: a region failed (a full or
+	 * failing disk, ours or the peer's), tried again in a while */
+	char resync_error[128];
 	char reason[128];		/* why StandAlone / Disconnected, if known */
 	uint64_t verify_differing;	/* regions the last verify found different */
 	bool recorded_outdated;		/* our metadata says it missed writes */

@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "ratelimit.h"
 #include "repl.h"
 #include "stats.h"
 
@@ -48,6 +49,10 @@ enum repl_io_op {
  * REPL_IO_WAS_HOLE instead (resync and verify: it reads as zeroes). */
 #define REPL_IO_HOLE_CHECK (1u << 3)
 #define REPL_IO_WAS_HOLE (1u << 4)
+/* A FUA write, trim or zero that failed where its sync failed, or may
+ * have: not where the file system refused the data for want of space
+ * before any of it was written (the worker sets it, iopool.c reads it). */
+#define REPL_IO_SYNC_FAILED (1u << 5)
 
 struct repl_io {
 	enum repl_io_op op;
@@ -185,6 +190,7 @@ struct repl_volume {
 	uint8_t after_sb[3];		/* enum sb_policy for 0/1/2 Primaries */
 	struct vwrite *writes;		/* Primary: in flight, newest first */
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
+	struct ratelimit write_fail_log;	/* our failed writes' messages */
 	void *intent_timer;
 	/* the activity log: its extent set, writes waiting for a slot in it,
 	 * and trims too large for it in flight (al_vol.c, replicate.c) */

@@ -14,6 +14,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -235,6 +236,8 @@ static void local_unblock(struct repl_volume *vol);
 static bool peer_takes_writes(const struct peer *p);
 
 #define LOCAL_RETRIES 2
+/* A full or failing disk fails every write: one message per 10 s. */
+#define WRITE_FAIL_LOG_MS 10000
 
 /* Our own write of w failed, and the peers may hold it: the client gets
  * the error, but the replicas must not differ where nothing records it
@@ -246,18 +249,24 @@ static bool peer_takes_writes(const struct peer *p);
 static bool local_failed(struct repl_volume *vol, struct vwrite *w)
 {
 	uint64_t need = 0;
+	unsigned skipped;
+	char more[64] = "";
 
 	if (!io_changes_data(w->local.op) || vol->role != REPL_PRIMARY || vol->closing)
 		return true;
 	if (w->local_tries++ < LOCAL_RETRIES) {
-		plog_errno(LOG_WARNING, vol->name, -w->local.result, "writing at %llu: "
-			   "trying again", (unsigned long long)w->local.offset);
 		w->local.result = 0;
 		repl__iopool_submit(vol->pool, &w->local);
 		return false;
 	}
-	plog_errno(LOG_ERR, vol->name, -w->local.result, "writing at %llu: the peers "
-		   "resync the range from this replica", (unsigned long long)w->local.offset);
+	if (ratelimit_ok(&vol->write_fail_log, now_mono_ms(), WRITE_FAIL_LOG_MS, &skipped)) {
+		if (skipped)
+			snprintf(more, sizeof(more), " (%u more since the last such message)",
+				 skipped);
+		plog_errno(LOG_ERR, vol->name, -w->local.result, "writing at %llu failed, "
+			   "tried %u times%s: the peers resync the range from this replica",
+			   (unsigned long long)w->local.offset, LOCAL_RETRIES + 1, more);
+	}
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		need = MAX(need, mark_missing(vol, i, w->io));
 		/* A resync copy of the range taken before now must not clear

@@ -29,12 +29,14 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "ratelimit.h"
 #include "util.h"
 
 #define RS_WINDOW 16			/* regions in flight while the guest is idle */
@@ -47,6 +49,14 @@
  * time have gathered, and at the end of every pass. */
 #define RS_FLUSH_BYTES (8u << 20)
 #define RS_FLUSH_MS 1000
+/* A region that fails (our read, or the target's write) pauses the
+ * resync, for longer each time while failures go on, up to RS_PAUSE_MAX_MS;
+ * without failures for twice that, the next pause is short again.  A full
+ * disk was otherwise sent the same regions as fast as it failed them
+ * (tests/repl-disk-full.sh: 4 GiB a 5 s for 16 MiB out of sync). */
+#define RS_PAUSE_MIN_MS 250
+#define RS_PAUSE_MAX_MS 10000
+#define RS_PAUSE_LOG_MS 60000		/* one message a minute while it goes on */
 
 struct rs_req {
 	struct repl_io io;
@@ -75,6 +85,12 @@ struct resync {
 	bool record_retry;		/* the target's end to record again */
 	bool agreement;			/* repl__rs_target_holds_all() */
 	uint64_t slot_ms, slot_bytes;	/* rate limit: bytes issued this slot */
+	/* paused after a failure (see RS_PAUSE_MIN_MS) until paused_until */
+	uint64_t paused_until, last_failure_ms;
+	unsigned pause_ms;
+	int failure;			/* its errno; 0 once a region went through */
+	bool failure_here;		/* our read failed, not the target's write */
+	struct ratelimit failure_log, going_log;
 };
 
 #define RATE_SLOT_MS 100
@@ -155,6 +171,53 @@ static void rs_unlink(struct resync *rs, struct rs_req *q)
 		}
 }
 
+/* A region failed (here: our read; else the target's write), with err:
+ * the resync pauses.  Regions in flight when the pause began fail within
+ * it, and are only counted. */
+static void rs_failed(struct peer *p, struct resync *rs, int err, bool here, uint64_t offset)
+{
+	uint64_t now = now_mono_ms();
+	unsigned skipped;
+	char more[64] = "";
+
+	rs->failure = err;
+	rs->failure_here = here;
+	if (now >= rs->paused_until) {
+		if (!rs->pause_ms || now - rs->last_failure_ms > 2 * RS_PAUSE_MAX_MS)
+			rs->pause_ms = RS_PAUSE_MIN_MS;
+		else
+			rs->pause_ms = MIN(2 * rs->pause_ms, RS_PAUSE_MAX_MS);
+		rs->paused_until = now + rs->pause_ms;
+	}
+	rs->last_failure_ms = now;
+	if (!ratelimit_ok(&rs->failure_log, now, RS_PAUSE_LOG_MS, &skipped))
+		return;
+	if (skipped)
+		snprintf(more, sizeof(more), " (%u more since the last such message)", skipped);
+	if (here)
+		plog_errno(LOG_ERR, p->vol->name, err, "resync read at %llu failed%s; the resync "
+			   "of %s waits %u ms, longer while failures go on",
+			   (unsigned long long)offset, more, p->node, rs->pause_ms);
+	else
+		plog_errno(LOG_ERR, p->vol->name, err, "peer %s failed a resync write at %llu%s; "
+			   "the resync waits %u ms, longer while failures go on", p->node,
+			   (unsigned long long)offset, more, rs->pause_ms);
+}
+
+/* A region went through: after failures, the resync is moving again
+ * (a region of zeroes goes through a full disk: said once a minute). */
+static void rs_went(struct peer *p, struct resync *rs)
+{
+	unsigned skipped;
+
+	if (!rs->failure)
+		return;
+	rs->failure = 0;
+	if (ratelimit_ok(&rs->going_log, now_mono_ms(), RS_PAUSE_LOG_MS, &skipped))
+		plog(LOG_NOTICE, p->vol->name, "resync of %s goes on: %s took a region again",
+		     p->node, rs->failure_here ? "this replica's disk" : "its disk");
+}
+
 static void rs_read_done(struct repl_io *io)
 {
 	struct rs_req *q = (struct rs_req *)io;
@@ -165,8 +228,7 @@ static void rs_read_done(struct repl_io *io)
 	if (!rs || io->result < 0 || q->redo) {
 		if (rs) {
 			if (io->result < 0)
-				plog_errno(LOG_ERR, rs->p->vol->name, -io->result,
-					   "resync read at %llu", (unsigned long long)io->offset);
+				rs_failed(rs->p, rs, -io->result, true, io->offset);
 			rs_unlink(rs, q);
 			rs_pump(rs->p);
 		}
@@ -391,6 +453,12 @@ static void rs_pump(struct peer *p)
 	 * (its latency stays close to the no-resync one); idle, it goes as
 	 * fast as the link and the disks allow.  A timer picks up the pace
 	 * again when the guest stops. */
+	if (now_mono_ms() < rs->paused_until) {
+		if (!rs->timer)
+			repl__timer_add(vol->eng, rs->paused_until - now_mono_ms(), rs_retry, p,
+					&rs->timer);
+		return;
+	}
 	window = now_mono_ms() - vol->last_guest_write_ms < GUEST_BUSY_MS ? RS_WINDOW_BUSY
 									   : RS_WINDOW;
 	if (window == RS_WINDOW_BUSY && !rs->timer)
@@ -445,10 +513,11 @@ void repl__rs_on_ack(struct peer *p, uint64_t seq, int result)
 		return;
 	}
 	rs_unlink(rs, q);
+	if (result < 0)
+		rs_failed(p, rs, -result, false, q->io.offset);
+	else
+		rs_went(p, rs);
 	if (result < 0 || q->redo) {
-		if (result < 0)
-			plog_errno(LOG_ERR, p->vol->name, -result, "peer %s failed a resync write",
-				   p->node);
 		free(q);
 	} else {
 		/* Written there, not yet durable: its bit waits for a flush. */
@@ -575,6 +644,10 @@ void repl__rs_status(const struct peer *p, struct repl_peer_status *st)
 	}
 	if (!rs)
 		return;
+	if (rs->failure)
+		snprintf(st->resync_error, sizeof(st->resync_error), "%s%s: %s",
+			 rs->failure_here ? "a read here failed" : p->node,
+			 rs->failure_here ? "" : "'s disk failed a write", strerror(rs->failure));
 	st->resync_total_bytes = rs->total_bytes;
 	st->resync_done_bytes = rs->done_bytes;
 	st->resync_rate_bps = rs->rate_bps;

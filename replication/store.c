@@ -70,10 +70,31 @@ int repl__store_open(const char *path, uint64_t create_size, int *fdp,
 	return 0;
 }
 
+/* Did a write that failed put any of its data in the page cache?  Linux
+ * copies a write's data in order, from its first byte, before the sync
+ * of RWF_DSYNC runs, and runs that sync only when some of it was copied:
+ * where the first bytes read back different, none was, and nothing was
+ * synced.  Where they read the same (or cannot be read), maybe. */
+static bool landed(int fd, const struct repl_io *io)
+{
+	uint8_t head[512];
+	size_t n = MIN(sizeof(head), (size_t)io->len);
+
+	return repl__full_pread(fd, head, n, (off_t)io->offset) < 0 || !memcmp(head, io->buf, n);
+}
+
 static int store_write(int fd, struct repl_io *io)
 {
-	return repl__full_pwritev2(fd, io->buf, io->len, (off_t)io->offset,
-				   (io->flags & REPL_IO_FUA) ? RWF_DSYNC : 0);
+	bool fua = io->flags & REPL_IO_FUA;
+	int r = repl__full_pwritev2(fd, io->buf, io->len, (off_t)io->offset, fua ? RWF_DSYNC : 0);
+
+	/* A full file system refuses a write before it copies anything
+	 * (ENOSPC, EDQUOT): no sync ran, and no writeback failed.  Any other
+	 * failure of a FUA write may be its sync's, which reports the failed
+	 * writebacks of other writes too. */
+	if (r < 0 && fua && !((r == -ENOSPC || r == -EDQUOT) && !landed(fd, io)))
+		io->flags |= REPL_IO_SYNC_FAILED;
+	return r;
 }
 
 static int store_write_zero_buf(int fd, uint64_t off, uint64_t len)
@@ -168,8 +189,10 @@ int repl__store_exec(int fd, bool blockdev, struct repl_io *io)
 	default:
 		return -EINVAL;
 	}
-	if (r == 0 && (io->flags & REPL_IO_FUA) && repl__sys->fdatasync(fd) < 0)
+	if (r == 0 && (io->flags & REPL_IO_FUA) && repl__sys->fdatasync(fd) < 0) {
 		r = -errno;
+		io->flags |= REPL_IO_SYNC_FAILED;
+	}
 	return r;
 }
 
