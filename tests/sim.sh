@@ -15,7 +15,11 @@
 # against tests/sim/known-failures-inline; with SIM_PROFILE=small-al
 # (tests/sim-small-al.sh) the EIO profile with --small-al (4 KiB regions,
 # 16 activity-log extents of 16 KiB: writes evict) over SIM_AL_RUNS seeds
-# (default 1000).  12,100 seeds in all (the sanitizer build: 600).  Fails on
+# (default 1000); with SIM_PROFILE=full-disk (tests/sim-full-disk.sh) the
+# EIO profile with --full-disk (half the disk faults fill the backing's
+# file system: its writes fail with ENOSPC; an invariant bounds how many)
+# over SIM_FULL_RUNS seeds (default 2000).  14,100 seeds in all (the
+# sanitizer build: 700).  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
 # invariant it breaks); prints the listed seeds that now pass, so that
@@ -58,6 +62,14 @@ small-al)
 	label="sim (EIO, small activity log)"
 	runs_plain=${SIM_AL_RUNS:-1000}
 	runs_san=${SIM_AL_RUNS:-100}
+	;;
+full-disk)
+	known=$top/tests/sim/known-failures-full-disk
+	regress=$top/tests/sim/regressions-full-disk
+	profile=(--full-disk)
+	label="sim (EIO, full disks)"
+	runs_plain=${SIM_FULL_RUNS:-2000}
+	runs_san=${SIM_FULL_RUNS:-100}
 	;;
 split-brain)
 	known=$top/tests/sim/known-failures-split-brain

@@ -33,7 +33,11 @@ unsigned max_failovers = 2;
 static uint64_t run_len = 8000 * SIM_MS;
 static unsigned n_faults;
 static bool sweeping;
-static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */	/* only failures are printed */
+static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */
+/* --full-disk: half the disk faults are a full file system instead */
+static bool full_disk;
+static uint64_t full_since[SIM_NODES];
+static unsigned long full_refused[SIM_NODES];	/* only failures are printed */
 
 static void log_sink(int level, const char *msg, void *data)
 {
@@ -70,12 +74,34 @@ static void heal_side_ev(void *a, uint64_t b)
 	cm_tick(NULL, 0);
 }
 
+/* A full disk refuses every write: none may be tried again as fast as it
+ * fails (a resync sent 4 GiB in 5 s to one, tests/repl-disk-full.sh).
+ * Besides the guest's own (each tried three times on the Primary), a few
+ * per second: a resync's window after each of its pauses. */
+#define FULL_REFUSED_PER_S 100
+#define FULL_REFUSED_MIN 100
+
+static void disk_not_full(int i)
+{
+	unsigned long n = sim_diskcfg.enospc[i] - full_refused[i];
+	double s = (double)(sim_now - full_since[i]) / 1e9;
+
+	if (!sim_diskcfg.full[i])
+		return;
+	sim_diskcfg.full[i] = false;
+	trace("disk: n%d refused %lu writes in %.3f s while full", i, n, s);
+	if ((double)n > FULL_REFUSED_MIN + FULL_REFUSED_PER_S * s)
+		fail("busy", "n%d's full disk was sent %lu writes in %.3f s: something tries "
+		     "them again as fast as they fail", i, n, s);
+}
+
 static void disk_ok_ev(void *a, uint64_t b)
 {
 	(void)a;
 	trace("FAULT over: n%d's disk is healthy", (int)b);
 	sim_diskcfg.eio_permille[b] = 0;
 	sim_diskcfg.slow[b] = false;
+	disk_not_full((int)b);
 }
 
 static void delay_ok_ev(void *a, uint64_t b)
@@ -177,6 +203,17 @@ static void fault_ev(void *a, uint64_t b)
 	} else if (k < 72) {
 		if (no_eio)
 			return;
+		if (full_disk && (dur / SIM_MS) % 2 == 0) {
+			/* drawn from dur: the seeds' random streams stay */
+			if (sim_diskcfg.full[i])
+				return;
+			sim_diskcfg.full[i] = true;
+			full_since[i] = sim_now;
+			full_refused[i] = sim_diskcfg.enospc[i];
+			trace("FAULT n%d's disk is full for %.3f s", i, (double)dur / 1e9);
+			sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+			return;
+		}
 		sim_diskcfg.eio_permille[i] = 20 + (unsigned)rnd_below(300);
 		trace("FAULT n%d's disk fails %u/1000 writes and flushes for %.3f s", i,
 		      sim_diskcfg.eio_permille[i], (double)dur / 1e9);
@@ -420,6 +457,7 @@ static int run(uint64_t seed)
 	for (int i = 0; i < SIM_NODES; i++) {
 		sim_diskcfg.eio_permille[i] = 0;
 		sim_diskcfg.slow[i] = false;
+		disk_not_full(i);
 		cm_set_side(i, 0);
 	}
 	sim_netcfg.delay_max = 2 * SIM_MS;
@@ -528,6 +566,8 @@ int main(int argc, char **argv)
 			small_al = true;
 		} else if (!strcmp(a, "--no-eio")) {
 			no_eio = true;
+		} else if (!strcmp(a, "--full-disk")) {
+			full_disk = true;
 		} else if (!strcmp(a, "--split-brain")) {
 			static_mode = true;
 		} else if (!strcmp(a, "--seed") && v) {
@@ -551,7 +591,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: replsim --seed N [--trace] | --runs K [--from S] "
 				"[-j J]  [--failovers F] [--time MS] [--no-eio | --split-brain] "
-				"[--inline] [--small-al]\n");
+				"[--inline] [--small-al] [--full-disk]\n");
 			return 2;
 		}
 	}

@@ -87,7 +87,11 @@ int simnet_close(int fd);
 struct sim_diskcfg {
 	unsigned eio_permille[SIM_NODES];	/* writes and flushes fail */
 	bool slow[SIM_NODES];			/* the pool runs late */
+	/* the backing's file system is full: its writes fail with ENOSPC
+	 * (the metadata's space is allocated, and holes can be punched) */
+	bool full[SIM_NODES];
 	unsigned long eios;			/* EIO returned so far, any node */
+	unsigned long enospc[SIM_NODES];	/* ENOSPC returned so far */
 };
 extern struct sim_diskcfg sim_diskcfg;
 void sim_disk_reset(void);

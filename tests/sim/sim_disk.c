@@ -12,7 +12,9 @@
  * FUA write: the one that tore it, or the first after it.  Size changes,
  * renames and unlinks are durable at once (the engine fsyncs the directory
  * after each anyway).  A node's disk can fail writes and flushes with EIO,
- * at a seeded rate; reads never fail.  Files under /run/ are a tmpfs: in
+ * at a seeded rate, and be full: writes to its backing fail with ENOSPC,
+ * tearing nothing (a buffered write reserves its blocks first); reads
+ * never fail.  Files under /run/ are a tmpfs: in
  * memory, never failing, kept when only the daemon stops, gone at a power
  * loss. */
 #include "config.h"
@@ -192,6 +194,17 @@ static bool eio(const struct vfile *f)
 	sim_diskcfg.eios++;
 	if (f->path && !strcmp(f->path, "/d/v.img"))
 		failed[f->node]++;
+	return true;
+}
+
+/* A write into the backing of a node whose file system is full (the
+ * model: every block of it would need allocating). */
+static bool full(const struct vfile *f)
+{
+	if (sim_cur < 0 || f->tmpfs || !sim_diskcfg.full[sim_cur] || !f->path ||
+	    strcmp(f->path, "/d/v.img"))
+		return false;
+	sim_diskcfg.enospc[sim_cur]++;
 	return true;
 }
 
@@ -480,6 +493,10 @@ static ssize_t d_pwritev2(int fd, const void *buf, size_t len, off_t off, int rw
 		errno = EBADF;
 		return -1;
 	}
+	if (full(f)) {
+		errno = ENOSPC;
+		return -1;
+	}
 	if (eio(f)) {
 		/* With RWF_DSYNC, the failure may be the writeback of what
 		 * was pending (this description reports it). */
@@ -537,6 +554,10 @@ static int d_fallocate(int fd, int mode, off_t off, off_t len)
 
 	if (!f) {
 		errno = EBADF;
+		return -1;
+	}
+	if (!(mode & FALLOC_FL_PUNCH_HOLE) && full(f)) {
+		errno = ENOSPC;
 		return -1;
 	}
 	if (eio(f)) {
