@@ -38,55 +38,32 @@ set -u
 top=$(cd "$(dirname "$0")/.." && pwd) || exit 99
 bin=${top_builddir:-$top/build}/tests/sim/replsim
 [ -x "$bin" ] || bin=tests/sim/replsim
+# use SUFFIX LABEL RUNS SAN_RUNS [FLAG]: the profile's files (known-failures
+# and regressions, SUFFIX after their names), label, seeds in the plain and
+# in the sanitizer build, and replsim's flag.
+use() {
+	known=$top/tests/sim/known-failures$1
+	regress=$top/tests/sim/regressions$1
+	label=$2
+	runs_plain=$3
+	runs_san=$4
+	profile=("${@:5}")
+}
 case ${SIM_PROFILE:-} in
-eio)
-	known=$top/tests/sim/known-failures-eio
-	regress=$top/tests/sim/regressions-eio
-	profile=()
-	label="sim (EIO)"
-	runs_plain=${SIM_EIO_RUNS:-4000}
-	runs_san=${SIM_EIO_RUNS:-100}
-	;;
+eio) use -eio "sim (EIO)" "${SIM_EIO_RUNS:-4000}" "${SIM_EIO_RUNS:-100}" ;;
 inline)
-	known=$top/tests/sim/known-failures-inline
-	regress=$top/tests/sim/regressions-inline
-	profile=(--inline)
-	label="sim (EIO, inline writes)"
-	runs_plain=${SIM_INLINE_RUNS:-2000}
-	runs_san=${SIM_INLINE_RUNS:-100}
-	;;
+	use -inline "sim (EIO, inline writes)" "${SIM_INLINE_RUNS:-2000}" \
+		"${SIM_INLINE_RUNS:-100}" --inline ;;
 small-al)
-	known=$top/tests/sim/known-failures-small-al
-	regress=$top/tests/sim/regressions-small-al
-	profile=(--small-al)
-	label="sim (EIO, small activity log)"
-	runs_plain=${SIM_AL_RUNS:-1000}
-	runs_san=${SIM_AL_RUNS:-100}
-	;;
+	use -small-al "sim (EIO, small activity log)" "${SIM_AL_RUNS:-1000}" \
+		"${SIM_AL_RUNS:-100}" --small-al ;;
 full-disk)
-	known=$top/tests/sim/known-failures-full-disk
-	regress=$top/tests/sim/regressions-full-disk
-	profile=(--full-disk)
-	label="sim (EIO, full disks)"
-	runs_plain=${SIM_FULL_RUNS:-2000}
-	runs_san=${SIM_FULL_RUNS:-100}
-	;;
+	use -full-disk "sim (EIO, full disks)" "${SIM_FULL_RUNS:-2000}" \
+		"${SIM_FULL_RUNS:-100}" --full-disk ;;
 split-brain)
-	known=$top/tests/sim/known-failures-split-brain
-	regress=$top/tests/sim/regressions-split-brain
-	profile=(--split-brain)
-	label="sim (split brain)"
-	runs_plain=${SIM_SB_RUNS:-600}
-	runs_san=${SIM_SB_RUNS:-100}
-	;;
-*)
-	known=$top/tests/sim/known-failures
-	regress=$top/tests/sim/regressions
-	profile=(--no-eio)
-	label=sim
-	runs_plain=${SIM_RUNS:-3500}
-	runs_san=${SIM_RUNS:-200}
-	;;
+	use -split-brain "sim (split brain)" "${SIM_SB_RUNS:-600}" "${SIM_SB_RUNS:-100}" \
+		--split-brain ;;
+*) use "" sim "${SIM_RUNS:-3500}" "${SIM_RUNS:-200}" --no-eio ;;
 esac
 sanitized=false
 grep -q -a -E '__asan_init|__ubsan_handle' "$bin" && sanitized=true
