@@ -442,14 +442,23 @@ static int verify_wait(struct cli *cli, bool repair)
 			syncing |= oos > 0;
 		}
 		if (!running && !(repair && diffs && syncing)) {
+			int64_t unreadable = 0;
+			const char *err = ver ? json_get_str(ver, "read_error") : NULL;
+			char text[96];
+
 			json_get_i64(ver, "region_size", &rsz);
+			json_get_i64(ver, "unreadable_regions", &unreadable);
 			offs = ver ? json_get(ver, "differing_offsets") : NULL;
 			for (const struct json_value *o = offs ? offs->child : NULL; o; o = o->next)
 				printf("differs: offset %s length %lld\n", o->str, (long long)rsz);
 			printf("%s: %lld region(s) differ%s\n", cli->args[0], (long long)diffs,
 			       diffs && repair ? ", repaired from this node" : "");
+			if (unreadable)
+				printf("%s: %lld region(s) could not be read here (%s): not compared\n",
+				       cli->args[0], (long long)unreadable,
+				       cli_clean(cli_or_unknown(err), text, sizeof(text)));
 			json_value_free(ans);
-			return diffs && !repair ? EXIT_FAILED : EX_OK;
+			return (diffs && !repair) || unreadable ? EXIT_FAILED : EX_OK;
 		}
 		json_value_free(ans);
 		usleep(200 * 1000);

@@ -139,6 +139,9 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 		json_kv_u64(w, "done_regions", st.verify_done);
 		json_kv_u64(w, "total_regions", st.verify_total);
 		json_kv_u64(w, "region_size", st.verify_region_size);
+		json_kv_u64(w, "unreadable_regions", st.verify_unreadable);
+		st.verify_read_error[sizeof(st.verify_read_error) - 1] = '\0';
+		json_kv_str(w, "read_error", st.verify_read_error);
 		json_key(w, "differing_offsets");
 		json_arr_begin(w);
 		for (unsigned i = 0; i < MIN(st.verify_n_listed, 64u); i++)

@@ -213,6 +213,8 @@ struct repl_volume_status {
 	uint64_t verify_done, verify_total, verify_region_size;
 	unsigned verify_n_listed;
 	uint64_t verify_listed[64];	/* offsets of the first differing regions */
+	uint64_t verify_unreadable;	/* regions not compared: reads here failed */
+	char verify_read_error[64];	/* "" or the last such failure */
 	/* the tuning in force (repl_volume_set_tuning) */
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
 	unsigned outdate_timeout_ms;

@@ -14,7 +14,10 @@
  * at another time.  A region that is a hole in a
  * file backing is not read (REPL_IO_HOLE_CHECK): its CRC is that of zeroes,
  * so regions that are holes on both sides cost no disk reads and leave the
- * page cache alone.  Loop thread only. */
+ * page cache alone.  A region this replica cannot read is read again,
+ * VERIFY_READ_TRIES times in all, then counted unreadable and not
+ * compared (a disk that fails every read had the verify read the same
+ * region again forever: tests/repl-verify-eio.sh).  Loop thread only. */
 #include "config.h"
 
 #include <errno.h>
@@ -25,12 +28,15 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "ratelimit.h"
 #include "util.h"
 
 #define VERIFY_WINDOW 16
 #define VERIFY_SEQ_BIT (UINT64_C(1) << 62)
 #define VERIFY_RETRY_MS 20
 #define MAX_DIFFS 64
+#define VERIFY_READ_TRIES 3
+#define UNREADABLE_LOG_MS 10000
 
 struct vreq {
 	struct repl_io io;
@@ -38,6 +44,7 @@ struct vreq {
 	struct vreq *next;
 	uint64_t seq;
 	uint32_t crc;
+	unsigned tries;			/* failed reads of its region before */
 	bool local_done;
 	bool touched;			/* a write hit it meanwhile: compare again */
 	unsigned replies_left;
@@ -58,8 +65,14 @@ struct verify {
 	uint64_t diffs[MAX_DIFFS];	/* offsets of the first differing regions */
 	unsigned n_listed;
 	uint64_t started_ms;
-	uint64_t redo[256];		/* regions to compare again */
+	struct {
+		uint64_t region;
+		unsigned tries;		/* its failed reads so far */
+	} redo[256];			/* regions to compare again */
 	unsigned n_redo;
+	uint64_t unreadable;		/* regions not compared: reads here failed */
+	int read_err;			/* the last such failure's errno */
+	struct ratelimit unreadable_log;
 };
 
 static void verify_pump(struct verify *v);
@@ -76,10 +89,13 @@ static void note_diff(struct verify *v, unsigned idx, uint64_t off, uint32_t len
 
 	v->n_diffs[idx]++;
 	if (v->n_listed < MAX_DIFFS &&
-	    (v->n_listed == 0 || v->diffs[v->n_listed - 1] != off))
+	    (v->n_listed == 0 || v->diffs[v->n_listed - 1] != off)) {
 		v->diffs[v->n_listed++] = off;
-	plog(LOG_WARNING, vol->name, "verify: region at %llu (%u bytes) differs on %s",
-	     (unsigned long long)off, len, vol->peers[idx]->node);
+		/* the listed ones; the others are counted at the end */
+		plog(LOG_WARNING, vol->name, "verify: region at %llu (%u bytes) differs on %s%s",
+		     (unsigned long long)off, len, vol->peers[idx]->node,
+		     v->n_listed == MAX_DIFFS ? " (more are counted, not logged)" : "");
+	}
 	if (v->repair)
 		meta_bits_set_range(vol->meta, idx, off, len);
 }
@@ -94,15 +110,40 @@ static void vreq_unlink(struct verify *v, struct vreq *q)
 		}
 }
 
-static void vreq_issue(struct verify *v, uint64_t off, uint32_t len);
+static void vreq_issue(struct verify *v, uint64_t off, uint32_t len, unsigned tries);
+
+/* q's region could not be read here, VERIFY_READ_TRIES times. */
+static void unreadable(struct verify *v, const struct vreq *q)
+{
+	unsigned skipped;
+	char more[64] = "";
+
+	v->unreadable++;
+	v->read_err = -q->io.result;
+	v->done++;
+	if (!ratelimit_ok(&v->unreadable_log, now_mono_ms(), UNREADABLE_LOG_MS, &skipped))
+		return;
+	if (skipped)
+		snprintf(more, sizeof(more), " (and %u more since the last such message)",
+			 skipped);
+	plog_errno(LOG_ERR, v->vol->name, v->read_err, "verify: region at %llu could not be "
+		   "read here, %u times%s", (unsigned long long)q->io.offset,
+		   VERIFY_READ_TRIES, more);
+}
 
 static void vreq_complete(struct verify *v, struct vreq *q)
 {
+	bool failed;
+
 	if (!q->local_done || q->replies_left)
 		return;
 	vreq_unlink(v, q);
-	if ((q->touched || q->io.result < 0) && v->n_redo < ARRAY_SIZE(v->redo)) {
-		v->redo[v->n_redo++] = q->io.offset / region_bytes(v->vol);
+	failed = q->io.result < 0;
+	if (failed && (q->tries + 1 >= VERIFY_READ_TRIES || v->n_redo == ARRAY_SIZE(v->redo))) {
+		unreadable(v, q);
+	} else if ((q->touched || failed) && v->n_redo < ARRAY_SIZE(v->redo)) {
+		v->redo[v->n_redo].region = q->io.offset / region_bytes(v->vol);
+		v->redo[v->n_redo++].tries = q->tries + failed;
 	} else {
 		for (unsigned i = 0; i < v->vol->n_peers; i++)
 			if (q->answered[i] && q->peer_crc[i] != q->crc)
@@ -150,7 +191,7 @@ static bool comparable(const struct repl_volume *vol, const struct peer *p)
 	return true;
 }
 
-static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
+static void vreq_issue(struct verify *v, uint64_t off, uint32_t len, unsigned tries)
 {
 	struct repl_volume *vol = v->vol;
 	struct vreq *q = calloc(1, sizeof(*q));
@@ -161,6 +202,7 @@ static void vreq_issue(struct verify *v, uint64_t off, uint32_t len)
 		return;
 	}
 	q->v = v;
+	q->tries = tries;
 	q->seq = VERIFY_SEQ_BIT | ++v->seq;
 	q->io = (struct repl_io){ .op = REPL_IO_READ, .flags = REPL_IO_HOLE_CHECK, .offset = off,
 				  .len = len, .buf = q->io.buf, .done = vreq_read_done };
@@ -187,10 +229,11 @@ static void verify_finish(struct verify *v)
 	v->running = false;
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		total += v->n_diffs[i];
-	plog(total ? LOG_WARNING : LOG_NOTICE, vol->name,
-	     "verify done in %.1f s: %llu region(s) checked, %llu differ%s",
+	plog(total || v->unreadable ? LOG_WARNING : LOG_NOTICE, vol->name,
+	     "verify done in %.1f s: %llu region(s) checked, %llu differ%s%s",
 	     (double)(now_mono_ms() - v->started_ms) / 1000.0, (unsigned long long)v->done,
-	     (unsigned long long)total, total && v->repair ? ": resyncing them" : "");
+	     (unsigned long long)total, total && v->repair ? ": resyncing them" : "",
+	     v->unreadable ? "; some could not be read here (see status)" : "");
 	if (!total || !v->repair)
 		return;
 	meta_bitmap_flush(vol->meta);
@@ -214,7 +257,8 @@ static void verify_pump(struct verify *v)
 
 	while (v->running && v->n_inflight < VERIFY_WINDOW &&
 	       (v->n_redo || v->cursor < v->regions)) {
-		uint64_t r = v->n_redo ? v->redo[v->n_redo - 1] : v->cursor;
+		uint64_t r = v->n_redo ? v->redo[v->n_redo - 1].region : v->cursor;
+		unsigned tries = v->n_redo ? v->redo[v->n_redo - 1].tries : 0;
 		uint64_t off = r * rsz;
 		uint32_t len = (uint32_t)MIN(rsz, vol->size - off);
 		bool busy = repl__writes_overlap(vol, off, len);
@@ -230,7 +274,7 @@ static void verify_pump(struct verify *v)
 			v->n_redo--;
 		else
 			v->cursor++;
-		vreq_issue(v, off, len);
+		vreq_issue(v, off, len, tries);
 	}
 	if (v->running && v->cursor >= v->regions && !v->n_redo && v->n_inflight == 0)
 		verify_finish(v);
@@ -343,6 +387,10 @@ void repl__verify_status(const struct repl_volume *vol, struct repl_volume_statu
 	st->verify_n_listed = v->n_listed;
 	memcpy(st->verify_listed, v->diffs, v->n_listed * sizeof(v->diffs[0]));
 	st->verify_region_size = region_bytes(vol);
+	st->verify_unreadable = v->unreadable;
+	if (v->unreadable)
+		snprintf(st->verify_read_error, sizeof(st->verify_read_error), "%s",
+			 strerror(v->read_err));
 }
 
 static void answers_free(struct repl_volume *vol);
