@@ -16,9 +16,11 @@
 # (tests/sim-small-al.sh) the EIO profile with --small-al (4 KiB regions,
 # 16 activity-log extents of 16 KiB: writes evict) over SIM_AL_RUNS seeds
 # (default 1000); with SIM_PROFILE=full-disk (tests/sim-full-disk.sh) the
-# EIO profile with --full-disk (half the disk faults fill the backing's
-# file system: its writes fail with ENOSPC; an invariant bounds how many)
-# over SIM_FULL_RUNS seeds (default 2000).  14,100 seeds in all (the
+# EIO profile with --full-disk --bad-sectors (half the disk faults fill
+# the backing's file system: its writes fail with ENOSPC; a quarter make
+# a range of it unreadable, with a verify started there half the time; an
+# invariant bounds how often either is tried) over SIM_FULL_RUNS seeds
+# (default 2000).  14,100 seeds in all (the
 # sanitizer build: 700).  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
@@ -58,8 +60,8 @@ small-al)
 	use -small-al "sim (EIO, small activity log)" "${SIM_AL_RUNS:-1000}" \
 		"${SIM_AL_RUNS:-100}" --small-al ;;
 full-disk)
-	use -full-disk "sim (EIO, full disks)" "${SIM_FULL_RUNS:-2000}" \
-		"${SIM_FULL_RUNS:-100}" --full-disk ;;
+	use -full-disk "sim (EIO, full disks, unreadable sectors)" "${SIM_FULL_RUNS:-2000}" \
+		"${SIM_FULL_RUNS:-100}" --full-disk --bad-sectors ;;
 split-brain)
 	use -split-brain "sim (split brain)" "${SIM_SB_RUNS:-600}" "${SIM_SB_RUNS:-100}" \
 		--split-brain ;;

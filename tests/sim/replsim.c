@@ -6,7 +6,8 @@
  * A run: 2 or 3 replicas of one volume (the seed says), bootstrapped in
  * sync; a client workload on the Primary; faults chosen by the seed (link
  * cuts, partitions, message delay, crashes with power loss and restarts,
- * disk EIO, slow disks, an online verify started on any replica:
+ * disk EIO, slow disks, full disks and unreadable sectors (--full-disk,
+ * --bad-sectors), an online verify started on any replica:
  * verify_watch.c, the volume grown while in use: cm_grow(), a live
  * migration to another replica: migrate.c; the cluster manager promotes
  * a survivor); then
@@ -34,10 +35,11 @@ static uint64_t run_len = 8000 * SIM_MS;
 static unsigned n_faults;
 static bool sweeping;
 static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */
-/* --full-disk: half the disk faults are a full file system instead */
-static bool full_disk;
-static uint64_t full_since[SIM_NODES];
-static unsigned long full_refused[SIM_NODES];	/* only failures are printed */
+/* --full-disk: half the disk faults are a full file system instead;
+ * --bad-sectors: a quarter, a range of unreadable sectors */
+static bool full_disk, bad_sectors;
+static uint64_t full_since[SIM_NODES], bad_since[SIM_NODES];
+static unsigned long full_refused[SIM_NODES], bad_refused[SIM_NODES];	/* only failures are printed */
 
 static void log_sink(int level, const char *msg, void *data)
 {
@@ -95,6 +97,23 @@ static void disk_not_full(int i)
 		     "them again as fast as they fail", i, n, s);
 }
 
+/* Unreadable sectors are read again no faster than a full disk is
+ * written (a verify read the same region again forever, and a resync
+ * would have: tests/repl-verify-eio.sh). */
+static void sectors_readable(int i)
+{
+	unsigned long n = sim_diskcfg.bad_reads[i] - bad_refused[i];
+	double s = (double)(sim_now - bad_since[i]) / 1e9;
+
+	if (!sim_diskcfg.bad_len[i])
+		return;
+	sim_diskcfg.bad_len[i] = 0;
+	trace("disk: n%d's unreadable sectors failed %lu reads in %.3f s", i, n, s);
+	if ((double)n > FULL_REFUSED_MIN + FULL_REFUSED_PER_S * s)
+		fail("busy", "n%d's unreadable sectors were read %lu times in %.3f s: something "
+		     "tries them again as fast as they fail", i, n, s);
+}
+
 static void disk_ok_ev(void *a, uint64_t b)
 {
 	(void)a;
@@ -102,6 +121,7 @@ static void disk_ok_ev(void *a, uint64_t b)
 	sim_diskcfg.eio_permille[b] = 0;
 	sim_diskcfg.slow[b] = false;
 	disk_not_full((int)b);
+	sectors_readable((int)b);
 }
 
 static void delay_ok_ev(void *a, uint64_t b)
@@ -212,6 +232,22 @@ static void fault_ev(void *a, uint64_t b)
 			full_refused[i] = sim_diskcfg.enospc[i];
 			trace("FAULT n%d's disk is full for %.3f s", i, (double)dur / 1e9);
 			sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+			return;
+		}
+		if (bad_sectors && (dur / SIM_MS) % 4 == 1) {
+			/* where and how many, from dur too */
+			if (sim_diskcfg.bad_len[i])
+				return;
+			sim_diskcfg.bad_off[i] = (dur / 1000 * 512) % VOL_SIZE;
+			sim_diskcfg.bad_len[i] = 4096 * (1 + (dur / 1000) % 16);
+			bad_since[i] = sim_now;
+			bad_refused[i] = sim_diskcfg.bad_reads[i];
+			trace("FAULT n%d cannot read %" PRIu64 "+%" PRIu64 " for %.3f s", i,
+			      sim_diskcfg.bad_off[i], sim_diskcfg.bad_len[i], (double)dur / 1e9);
+			sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
+			/* half the time an operator who saw the errors verifies */
+			if ((dur / 1000) % 2)
+				verify_fault(i);
 			return;
 		}
 		sim_diskcfg.eio_permille[i] = 20 + (unsigned)rnd_below(300);
@@ -458,6 +494,7 @@ static int run(uint64_t seed)
 		sim_diskcfg.eio_permille[i] = 0;
 		sim_diskcfg.slow[i] = false;
 		disk_not_full(i);
+		sectors_readable(i);
 		cm_set_side(i, 0);
 	}
 	sim_netcfg.delay_max = 2 * SIM_MS;
@@ -568,6 +605,8 @@ int main(int argc, char **argv)
 			no_eio = true;
 		} else if (!strcmp(a, "--full-disk")) {
 			full_disk = true;
+		} else if (!strcmp(a, "--bad-sectors")) {
+			bad_sectors = true;
 		} else if (!strcmp(a, "--split-brain")) {
 			static_mode = true;
 		} else if (!strcmp(a, "--seed") && v) {
@@ -591,7 +630,7 @@ int main(int argc, char **argv)
 		} else {
 			fprintf(stderr, "usage: replsim --seed N [--trace] | --runs K [--from S] "
 				"[-j J]  [--failovers F] [--time MS] [--no-eio | --split-brain] "
-				"[--inline] [--small-al] [--full-disk]\n");
+				"[--inline] [--small-al] [--full-disk] [--bad-sectors]\n");
 			return 2;
 		}
 	}

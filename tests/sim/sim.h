@@ -92,6 +92,10 @@ struct sim_diskcfg {
 	bool full[SIM_NODES];
 	unsigned long eios;			/* EIO returned so far, any node */
 	unsigned long enospc[SIM_NODES];	/* ENOSPC returned so far */
+	/* unreadable sectors: reads of the backing that touch
+	 * [bad_off, bad_off + bad_len) fail with EIO (bad_len 0: none) */
+	uint64_t bad_off[SIM_NODES], bad_len[SIM_NODES];
+	unsigned long bad_reads[SIM_NODES];	/* reads they failed so far */
 };
 extern struct sim_diskcfg sim_diskcfg;
 void sim_disk_reset(void);

@@ -13,8 +13,10 @@
  * renames and unlinks are durable at once (the engine fsyncs the directory
  * after each anyway).  A node's disk can fail writes and flushes with EIO,
  * at a seeded rate, and be full: writes to its backing fail with ENOSPC,
- * tearing nothing (a buffered write reserves its blocks first); reads
- * never fail.  Files under /run/ are a tmpfs: in
+ * tearing nothing (a buffered write reserves its blocks first); and a
+ * range of its backing can be unreadable for a while (reads that touch it
+ * fail with EIO; the data comes back when the fault ends, as after a
+ * transient media error).  Reads fail in no other way.  Files under /run/ are a tmpfs: in
  * memory, never failing, kept when only the daemon stops, gone at a power
  * loss. */
 #include "config.h"
@@ -460,12 +462,30 @@ static int d_fstat(int fd, struct stat *st)
 	return 0;
 }
 
+/* A read of [off, off + len) that touches the node's unreadable sectors. */
+static bool bad_sector(const struct vfile *f, uint64_t off, uint64_t len)
+{
+	int n = f->node;
+
+	if (n < 0 || n >= SIM_NODES || !sim_diskcfg.bad_len[n] || !f->path ||
+	    strcmp(f->path, "/d/v.img") || off >= sim_diskcfg.bad_off[n] + sim_diskcfg.bad_len[n] ||
+	    off + len <= sim_diskcfg.bad_off[n])
+		return false;
+	sim_diskcfg.bad_reads[n]++;
+	sim_diskcfg.eios++;
+	return true;
+}
+
 static ssize_t d_pread(int fd, void *buf, size_t len, off_t off)
 {
 	struct vfile *f = vf(fd);
 
 	if (!f) {
 		errno = EBADF;
+		return -1;
+	}
+	if (bad_sector(f, (uint64_t)off, len)) {
+		errno = EIO;
 		return -1;
 	}
 	if ((uint64_t)off >= f->size)
