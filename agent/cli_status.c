@@ -231,6 +231,8 @@ static enum health volume_health(const struct json_value *v, char *why, size_t w
 		hp[hv.n_peers++] = (struct health_peer){
 			.node = json_get_str(p, "node"), .link = json_get_str(p, "link"),
 			.peer_disk = json_get_str(p, "peer_disk"),
+			.resync_error = json_get(p, "resync") ?
+				json_get_str(json_get(p, "resync"), "error") : NULL,
 		};
 	if (p) {
 		snprintf(why, whylen, "%s: too many peers", cli_or_unknown(hv.name));

@@ -192,11 +192,17 @@ static void check_peer(const struct health_volume *v, const struct health_peer *
 	const struct rule *l = lookup(link_rules, ARRAY_SIZE(link_rules), p->link);
 	const struct rule *d = lookup(peer_disk_rules, ARRAY_SIZE(peer_disk_rules),
 				      p->peer_disk);
-	char msg[256];
+	char msg[256], wait[192];
+	const char *what = l ? l->what : NULL;
 
 	snprintf(msg, sizeof(msg), "%s: peer %s %s%s", str(v->name), str(p->node),
 		 l ? "" : "unknown link state ", str(p->link));
-	found(vd, l ? l->h : HEALTH_UNKNOWN, msg, l ? l->what : NULL);
+	/* a resync that waits says why (a full or failing disk) */
+	if (l && l->h == HEALTH_DEGRADED && what && p->resync_error && *p->resync_error) {
+		snprintf(wait, sizeof(wait), "resync waiting: %s", p->resync_error);
+		what = wait;
+	}
+	found(vd, l ? l->h : HEALTH_UNKNOWN, msg, what);
 	snprintf(msg, sizeof(msg), "%s: peer %s %s %s", str(v->name), str(p->node),
 		 d ? "disk" : "unknown disk state", str(p->peer_disk));
 	found(vd, d ? d->h : HEALTH_UNKNOWN, msg, NULL);

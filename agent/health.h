@@ -23,6 +23,7 @@ struct health_peer {
 	const char *node;
 	const char *link;	/* "Connected", "SyncSource", "StandAlone"... */
 	const char *peer_disk;	/* "UpToDate", "Outdated", "DUnknown"... */
+	const char *resync_error;	/* NULL, "" or why its resync waits */
 };
 
 struct health_volume {

@@ -65,7 +65,8 @@ log "in 5 s with b's disk full: $sent bytes of resync sent, $logs log lines"
 	fail "a sent b $sent bytes of resync in 5 s, for 16 MiB out of sync, into a full disk"
 [ "$logs" -le 50 ] || fail "the two daemons logged $logs lines in 5 s about b's full disk"
 ra_cli a status >"$TESTDIR/status-a" 2>&1
-grep -q "No space left on device" "$TESTDIR/status-a" ||
+grep -q "DEGRADED: .*resync waiting: b's disk failed a write: No space left on device" \
+	"$TESTDIR/status-a" ||
 	fail "a's status does not say why b's resync does not move: $(cat "$TESTDIR/status-a")"
 replagentd_alive a && replagentd_alive b || fail "a daemon died of the full disk"
 

@@ -194,6 +194,27 @@ static void test_grow(void)
 	CHECK_MSG(strstr(why, "StandAlone"), "why \"%s\"", why);
 }
 
+/* A resync that waits (a region failed: a full disk) is degraded, as any
+ * resync, and says why. */
+static void test_resync_waiting(void)
+{
+	static const struct health_peer rs[] = {
+		{ "n2", "SyncSource", "Inconsistent", "n2's disk failed a write: No space left on device" },
+	};
+	static const struct health_peer plain[] = { { "n2", "SyncSource", "Inconsistent", "" } };
+	struct health_volume v = {
+		.name = "vol0", .role = "Primary", .disk = "UpToDate", .n_peers = 1, .peers = rs,
+	};
+	char why[256];
+
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_DEGRADED);
+	CHECK_MSG(!strcmp(why, "vol0: peer n2 SyncSource (resync waiting: n2's disk failed a "
+			  "write: No space left on device)"), "why \"%s\"", why);
+	v.peers = plain;
+	CHECK(health_volume(&v, why, sizeof(why)) == HEALTH_DEGRADED);
+	CHECK_MSG(!strcmp(why, "vol0: peer n2 SyncSource (resync running)"), "why \"%s\"", why);
+}
+
 /* A volume that could not be opened: critical with its reason, whatever
  * else it says (and even with unknown states beside it). */
 static void test_failed(void)
@@ -252,6 +273,7 @@ int main(void)
 	test_cluster();
 	test_worse();
 	test_grow();
+	test_resync_waiting();
 	test_failed();
 	test_meta();
 	test_no_why();
