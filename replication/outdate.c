@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cbt.h"
+#include "agree.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -278,6 +279,7 @@ void repl__rep_close(struct repl_volume *vol)
 	repl__timer_del(vol->eng, &vol->freeze_timer);
 	repl__timer_del(vol->eng, &vol->intent_timer);
 	repl__timer_del(vol->eng, &vol->al_timer);
+	repl__agree_free(vol);
 	repl__rep_al_fail_waiting(vol);
 	/* The held writes are on this disk: a stop without the confirmation
 	 * keeps this replica ahead of the lost peer, as it is. */

@@ -6,7 +6,10 @@
  * replicas must still end equal.  Each Secondary marks the regions it
  * applies in two in-memory bitmaps that take turns (epochs); the Primary's
  * peer-ack (a PING whose seq says "every write below this is on every
- * replica") retires the older epoch.  When a new Primary is promoted after
+ * replica") retires the older epoch.  (A write the Primary's own disk
+ * failed is on every replica only once it gave the peers its data there
+ * back: replicate.c's struct agree holds the peer-ack below it until
+ * then.)  When a new Primary is promoted after
  * losing the old one, it resyncs its own recent regions to the others and
  * each of them asks (RS_REQUEST) for its own recent regions: the union is
  * made equal, from the new Primary.  The regions asked for stay in a third

@@ -141,6 +141,7 @@ struct repl_engine {
 
 struct peer;
 struct vwrite;
+struct agree;
 struct apply;
 struct meta_flush_job;
 struct vol_listener;
@@ -191,6 +192,7 @@ struct repl_volume {
 	struct vwrite *writes;		/* Primary: in flight, newest first */
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	struct ratelimit write_fail_log;	/* our failed writes' messages */
+	struct agree *agree;		/* Primary: agree.c */
 	void *intent_timer;
 	/* the activity log: its extent set, writes waiting for a slot in it,
 	 * and trims too large for it in flight (al_vol.c, replicate.c) */

@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree.h"
 #include "al_vol.h"
 #include "log.h"
 #include "meta.h"
@@ -276,6 +277,7 @@ static bool local_failed(struct repl_volume *vol, struct vwrite *w)
 	}
 	if (need)
 		bm_wait_for(vol, w, need);
+	(void)repl__agree_add(vol, w->seq, w->io->offset, w->io->len);
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		if (peer_takes_writes(vol->peers[i]))
 			vol->peers[i]->hooks->rs_more(vol->peers[i]);
@@ -574,10 +576,14 @@ static void peer_ack(struct repl_volume *vol)
 {
 	struct wire_msg m = { .type = WIRE_PING, .seq = vol->seq + 1 };
 
-	if (vol->role != REPL_PRIMARY)
+	if (vol->role != REPL_PRIMARY) {
+		repl__agree_free(vol);
 		return;
+	}
 	for (const struct vwrite *w = vol->writes; w; w = w->vnext)
 		m.seq = MIN(m.seq, w->seq);
+	/* and below what a peer still lacks of a write our disk failed */
+	m.seq = repl__agree_bound(vol, m.seq);
 	for (unsigned i = 0; i < vol->n_peers; i++)
 		if (repl__peer_up(vol->peers[i]))
 			repl__peer_send_msg(vol->peers[i], &m);
