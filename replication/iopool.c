@@ -264,7 +264,7 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 	 * description: the FLUSH after it hears nothing of them).  The
 	 * writeback of other writes may be what failed: a lost flush.  Not
 	 * when the sync did not run (store.c: a full disk refused the data;
-	 * tests/sim --full-disk seed 54 took that for lost writes). */
+	 * full-disk sim seed 353 took that for lost writes). */
 	if (r < 0 && data && (io->flags & REPL_IO_SYNC_FAILED))
 		io->flush_lost = flush_failed(p);
 	return r;

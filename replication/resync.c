@@ -53,7 +53,7 @@
  * resync, for longer each time while failures go on, up to RS_PAUSE_MAX_MS;
  * without failures for twice that, the next pause is short again.  A full
  * disk was otherwise sent the same regions as fast as it failed them
- * (tests/repl-disk-full.sh: 4 GiB a 5 s for 16 MiB out of sync). */
+ * (tests/repl-disk-full.sh: 5 GB in 5 s for 16 MiB out of sync). */
 #define RS_PAUSE_MIN_MS 250
 #define RS_PAUSE_MAX_MS 10000
 #define RS_PAUSE_LOG_MS 60000		/* one message a minute while it goes on */
@@ -449,16 +449,16 @@ static void rs_pump(struct peer *p)
 	}
 	if (!rs_flush(p, rs, false))
 		return;
-	/* The guest first: while it writes, the resync keeps a small window
-	 * (its latency stays close to the no-resync one); idle, it goes as
-	 * fast as the link and the disks allow.  A timer picks up the pace
-	 * again when the guest stops. */
-	if (now_mono_ms() < rs->paused_until) {
+	if (now_mono_ms() < rs->paused_until) {	/* after a failed region */
 		if (!rs->timer)
 			repl__timer_add(vol->eng, rs->paused_until - now_mono_ms(), rs_retry, p,
 					&rs->timer);
 		return;
 	}
+	/* The guest first: while it writes, the resync keeps a small window
+	 * (its latency stays close to the no-resync one); idle, it goes as
+	 * fast as the link and the disks allow.  A timer picks up the pace
+	 * again when the guest stops. */
 	window = now_mono_ms() - vol->last_guest_write_ms < GUEST_BUSY_MS ? RS_WINDOW_BUSY
 									   : RS_WINDOW;
 	if (window == RS_WINDOW_BUSY && !rs->timer)
