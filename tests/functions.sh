@@ -533,7 +533,8 @@ qio_unflushed() {
 	local uri=$1 c args=()
 	shift
 	for c in "$@"; do args+=(-c "$c"); done
-	(timeout "$QIO_TIMEOUT" qemu-io -f raw -t unsafe "${args[@]}" -c abort "$uri") >/dev/null 2>&1
+	# (the braces keep bash's "Aborted" report of the subshell quiet too)
+	{ (timeout "$QIO_TIMEOUT" qemu-io -f raw -t unsafe "${args[@]}" -c abort "$uri") >/dev/null 2>&1; } 2>/dev/null
 }
 
 # qio_batch URI CMDS: like qio with newline-separated commands, quiet: on
