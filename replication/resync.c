@@ -56,7 +56,7 @@
  * (tests/repl-disk-full.sh: 5 GB in 5 s for 16 MiB out of sync). */
 #define RS_PAUSE_MIN_MS 250
 #define RS_PAUSE_MAX_MS 10000
-#define RS_PAUSE_LOG_MS 60000		/* one message a minute while it goes on */
+#define RS_PAUSE_LOG_MS 60000		/* a message a minute, at most */
 
 struct rs_req {
 	struct repl_io io;

@@ -245,7 +245,7 @@ static void fault_ev(void *a, uint64_t b)
 			trace("FAULT n%d cannot read %" PRIu64 "+%" PRIu64 " for %.3f s", i,
 			      sim_diskcfg.bad_off[i], sim_diskcfg.bad_len[i], (double)dur / 1e9);
 			sim_at(sim_now + dur, -1, disk_ok_ev, NULL, (uint64_t)i);
-			/* half the time an operator who saw the errors verifies */
+			/* half the time, an operator verifies */
 			if ((dur / 1000) % 2)
 				verify_fault(i);
 			return;

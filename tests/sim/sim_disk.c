@@ -16,9 +16,9 @@
  * tearing nothing (a buffered write reserves its blocks first); and a
  * range of its backing can be unreadable for a while (reads that touch it
  * fail with EIO; the data comes back when the fault ends, as after a
- * transient media error).  Reads fail in no other way.  Files under /run/ are a tmpfs: in
- * memory, never failing, kept when only the daemon stops, gone at a power
- * loss. */
+ * transient media error).  Reads fail in no other way.  Files under
+ * /run/ are a tmpfs: in memory, never failing, kept when only the daemon
+ * stops, gone at a power loss. */
 #include "config.h"
 
 #include <errno.h>
