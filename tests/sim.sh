@@ -20,7 +20,7 @@
 # the backing's file system: its writes fail with ENOSPC; a quarter make
 # a range of it unreadable, with a verify started there half the time; an
 # invariant bounds how often either is tried) over SIM_FULL_RUNS seeds
-# (default 2000).  14,100 seeds in all (the
+# (default 2000).  13,100 seeds in all (the
 # sanitizer build: 700).  Fails on
 # any seed that violates an invariant or does not settle unless
 # the known-failures list lists that seed (open findings, each with the
