@@ -85,7 +85,7 @@ static void pend_clear(struct vfile *f)
 }
 
 static void (*on_torn)(int node, const char *path);
-static unsigned failed[SIM_NODES];	/* EIO on the backing */
+static unsigned failed[SIM_NODES];	/* EIO or ENOSPC on the backing */
 
 unsigned sim_disk_failed(int node)
 {
@@ -206,7 +206,10 @@ static bool full(const struct vfile *f)
 	if (sim_cur < 0 || f->tmpfs || !sim_diskcfg.full[sim_cur] || !f->path ||
 	    strcmp(f->path, "/d/v.img"))
 		return false;
+	/* a write the disk failed, for the checks as an EIO is */
 	sim_diskcfg.enospc[sim_cur]++;
+	sim_diskcfg.eios++;
+	failed[f->node]++;
 	return true;
 }
 
