@@ -352,8 +352,12 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 	 * And what it acknowledged and had not flushed goes to its bitmap: a
 	 * flush of its own may be what failed (a migration client's), and
 	 * its disk may have dropped any of those writes (sim seed 13640 of
-	 * the EIO profile: a later bitmap resync left one out). */
-	if (vol->role == REPL_PRIMARY && p->link == REPL_LINK_CONNECTED &&
+	 * the EIO profile: a later bitmap resync left one out).  The same
+	 * for the target of a resync that only makes copies agree, UpToDate
+	 * through it (resync.c's agreement: full-disk sim seed 78123, whose
+	 * torn TRIM no resync brought back). */
+	if (vol->role == REPL_PRIMARY &&
+	    (p->link == REPL_LINK_CONNECTED || p->link == REPL_LINK_SYNC_SOURCE) &&
 	    p->peer_disk == GEN_DISK_UPTODATE && s->disk == GEN_DISK_INCONSISTENT) {
 		if ((r = repl__iopool_sync(vol->pool, &lost)) < 0) {
 			plog_errno(LOG_ERR, vol->name, -r, "flushing the backing after %s "

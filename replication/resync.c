@@ -678,6 +678,7 @@ void repl__rs_more(struct peer *p)
 
 bool repl__rs_target_holds_all(const struct peer *p)
 {
+	/* not once it says it went Inconsistent (a flush there lost writes) */
 	return repl__peer_up(p) && p->link == REPL_LINK_SYNC_SOURCE && p->rs &&
-	       p->rs->agreement;
+	       p->rs->agreement && p->peer_disk == GEN_DISK_UPTODATE;
 }
