@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "agree.h"
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
@@ -523,7 +524,8 @@ void repl__window_on_takeover(struct peer *p, uint64_t seq, uint32_t flags)
 		.quorate = vol->quorate,
 		.frozen = vol->freeze > 0,
 		.asker_in_sync = peer_in_sync(p),
-		.busy = h->to >= 0 || repl__verify_running(vol),
+		/* a verify, or an agreement resync (agree.h), runs here */
+		.busy = h->to >= 0 || repl__verify_running(vol) || repl__agree_waiting(vol),
 		.soft = flags & WIRE_TO_SOFT,
 		.clients = vol->clients,
 	};
@@ -595,6 +597,13 @@ static void handover_finish(void *arg)
 	}
 	if (vol->writes || vol->bm_flushing) {
 		repl__timer_add(vol->eng, 1, handover_finish, vol, &h->timer);
+		return;
+	}
+	/* A write in flight failed here and the peers get the range back
+	 * from us: not before they have it (agree.c; asked again later). */
+	if (repl__agree_waiting(vol)) {
+		send_handover(p, h->seq, -EBUSY);
+		handover_abort(vol, "the peers are getting back ranges this disk failed");
 		return;
 	}
 	/* What we acknowledged as Primary goes to disk first, here and on
