@@ -561,18 +561,10 @@ static void reconnect_fire(void *arg)
 		connect_failed(p, -r);
 }
 
-/* The backoff starts over after a link that stayed up BACKOFF_MAX_MS;
- * one that the other side (or this one) drops soon after it came up,
- * again and again (a disk that fails every flush: the resync's fails, the
- * link goes, a new resync...), is made no faster than any failing
- * connect (it was every 250 ms, each with a log line and a resync). */
 static void schedule_reconnect(struct peer *p)
 {
 	if (!p->initiator || p->reconnect_timer)
 		return;
-	if (p->up_ms && now_mono_ms() - p->up_ms >= BACKOFF_MAX_MS)
-		p->backoff_ms = 0;
-	p->up_ms = 0;
 	p->backoff_ms = p->backoff_ms ? MIN(p->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
 	repl__timer_add(p->vol->eng, p->backoff_ms, reconnect_fire, p, &p->reconnect_timer);
 }

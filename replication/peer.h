@@ -57,7 +57,6 @@ struct peer {
 	struct peer_link *l;		/* socket, buffers, handshake (link.c) */
 	const struct peer_hooks *hooks;	/* the engine above (repl__peers_start) */
 	uint64_t backoff_ms;
-	uint64_t up_ms;			/* when the link last came up, 0: not since */
 	void *reconnect_timer;
 	/* what the peer told us */
 	uint64_t size;			/* its replica's size (VOLUME, SIZE) */

@@ -18,7 +18,6 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
-#include "util.h"
 #include "wire.h"
 
 /* A Primary came (connected, or a peer promoted): a resync between this
@@ -278,7 +277,7 @@ void repl__peer_on_volume(struct peer *p, const struct wire_volume *v)
 	p->keeping = false;
 	p->conn = PC_UP;
 	p->conn_id++;
-	p->up_ms = now_mono_ms();	/* the backoff goes once it stays up */
+	p->backoff_ms = 0;
 	p->reason[0] = '\0';
 	/* The peer decided on our VOLUME; if our role, disk or generation
 	 * moved since it was sent (our resync from a third replica ended
