@@ -33,13 +33,13 @@
 unsigned max_failovers = 2;
 static uint64_t run_len = 8000 * SIM_MS;
 static unsigned n_faults;
-static bool sweeping;
+static bool sweeping;	/* only failures are printed */
 static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */
 /* --full-disk: half the disk faults are a full file system instead;
  * --bad-sectors: a quarter, a range of unreadable sectors */
 static bool full_disk, bad_sectors;
 static uint64_t full_since[SIM_NODES], bad_since[SIM_NODES];
-static unsigned long full_refused[SIM_NODES], bad_refused[SIM_NODES];	/* only failures are printed */
+static unsigned long full_refused[SIM_NODES], bad_refused[SIM_NODES];
 
 static void log_sink(int level, const char *msg, void *data)
 {
