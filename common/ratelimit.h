@@ -10,7 +10,9 @@
 #define REPL_COMMON_RATELIMIT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 struct ratelimit {
 	uint64_t next_ms;	/* none goes out before this (0: the first goes) */
@@ -32,6 +34,16 @@ static inline bool ratelimit_ok(struct ratelimit *r, uint64_t now_ms, uint64_t i
 	if (!r->next_ms)
 		r->next_ms = 1;
 	return true;
+}
+
+/* The end of a message that went out after skipped others were left out:
+ * " (N more since the last such message)", or "" (in buf, len bytes). */
+static inline const char *ratelimit_more(unsigned skipped, char *buf, size_t len)
+{
+	if (!skipped)
+		return "";
+	snprintf(buf, len, " (%u more since the last such message)", skipped);
+	return buf;
 }
 
 #endif

@@ -267,15 +267,12 @@ static void write_failed(struct repl_volume *vol, const struct sapply *a)
 static void log_failure(struct repl_volume *vol, const struct sapply *a, int err)
 {
 	unsigned skipped;
-	char more[64] = "";
+	char more[64];
 
 	if (!ratelimit_ok(&vol->apply->fail_log, now_mono_ms(), FAIL_LOG_MS, &skipped))
 		return;
-	if (skipped)
-		snprintf(more, sizeof(more), " (%u more failed since the last such message)",
-			 skipped);
 	plog_errno(LOG_ERR, vol->name, err, "applying a write from %s at %llu%s", a->p->node,
-		   (unsigned long long)a->io.offset, more);
+		   (unsigned long long)a->io.offset, ratelimit_more(skipped, more, sizeof(more)));
 }
 
 static void apply_done(struct repl_io *io)

@@ -175,14 +175,12 @@ void repl__nbd_replies_send(void *conn)
 static void log_failed(struct nbd_conn *c, const struct repl_io *io)
 {
 	unsigned skipped;
-	char more[64] = "";
+	char more[64];
 
 	if (!ratelimit_ok(&c->fail_log, now_mono_ms(), FAIL_LOG_MS, &skipped))
 		return;
-	if (skipped)
-		snprintf(more, sizeof(more), " (%u more since the last such message)", skipped);
 	plog_errno(LOG_WARNING, c->vol->name, -io->result, "request at offset %llu failed%s",
-		   (unsigned long long)io->offset, more);
+		   (unsigned long long)io->offset, ratelimit_more(skipped, more, sizeof(more)));
 }
 
 /* Any thread: answers the request (or drops it on a dead connection).  In

@@ -251,7 +251,7 @@ static bool local_failed(struct repl_volume *vol, struct vwrite *w)
 {
 	uint64_t need = 0;
 	unsigned skipped;
-	char more[64] = "";
+	char more[64];
 
 	if (!io_changes_data(w->local.op) || vol->role != REPL_PRIMARY || vol->closing)
 		return true;
@@ -260,14 +260,11 @@ static bool local_failed(struct repl_volume *vol, struct vwrite *w)
 		repl__iopool_submit(vol->pool, &w->local);
 		return false;
 	}
-	if (ratelimit_ok(&vol->write_fail_log, now_mono_ms(), WRITE_FAIL_LOG_MS, &skipped)) {
-		if (skipped)
-			snprintf(more, sizeof(more), " (%u more since the last such message)",
-				 skipped);
+	if (ratelimit_ok(&vol->write_fail_log, now_mono_ms(), WRITE_FAIL_LOG_MS, &skipped))
 		plog_errno(LOG_ERR, vol->name, -w->local.result, "writing at %llu failed, "
 			   "tried %u times%s: the peers resync the range from this replica",
-			   (unsigned long long)w->local.offset, LOCAL_RETRIES + 1, more);
-	}
+			   (unsigned long long)w->local.offset, LOCAL_RETRIES + 1,
+			   ratelimit_more(skipped, more, sizeof(more)));
 	for (unsigned i = 0; i < vol->n_peers; i++) {
 		need = MAX(need, mark_missing(vol, i, w->io));
 		/* A resync copy of the range taken before now must not clear

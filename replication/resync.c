@@ -178,7 +178,8 @@ static void rs_failed(struct peer *p, struct resync *rs, int err, bool here, uin
 {
 	uint64_t now = now_mono_ms();
 	unsigned skipped;
-	char more[64] = "";
+	char buf[64];
+	const char *more;
 
 	rs->failure = err;
 	rs->failure_here = here;
@@ -192,8 +193,7 @@ static void rs_failed(struct peer *p, struct resync *rs, int err, bool here, uin
 	rs->last_failure_ms = now;
 	if (!ratelimit_ok(&rs->failure_log, now, RS_PAUSE_LOG_MS, &skipped))
 		return;
-	if (skipped)
-		snprintf(more, sizeof(more), " (%u more since the last such message)", skipped);
+	more = ratelimit_more(skipped, buf, sizeof(buf));
 	if (here)
 		plog_errno(LOG_ERR, p->vol->name, err, "resync read at %llu failed%s; the resync "
 			   "of %s waits %u ms, longer while failures go on",

@@ -116,19 +116,16 @@ static void vreq_issue(struct verify *v, uint64_t off, uint32_t len, unsigned tr
 static void unreadable(struct verify *v, const struct vreq *q)
 {
 	unsigned skipped;
-	char more[64] = "";
+	char more[64];
 
 	v->unreadable++;
 	v->read_err = -q->io.result;
 	v->done++;
 	if (!ratelimit_ok(&v->unreadable_log, now_mono_ms(), UNREADABLE_LOG_MS, &skipped))
 		return;
-	if (skipped)
-		snprintf(more, sizeof(more), " (and %u more since the last such message)",
-			 skipped);
 	plog_errno(LOG_ERR, v->vol->name, v->read_err, "verify: region at %llu could not be "
 		   "read here, %u times%s", (unsigned long long)q->io.offset,
-		   VERIFY_READ_TRIES, more);
+		   VERIFY_READ_TRIES, ratelimit_more(skipped, more, sizeof(more)));
 }
 
 static void vreq_complete(struct verify *v, struct vreq *q)
