@@ -134,6 +134,7 @@ static void freeze_timeout(void *arg)
  * acknowledgements wait (freeze) meanwhile; none to wait for: at once. */
 static void ask_outdate(struct repl_volume *vol, struct peer *p)
 {
+	p->said_clean = false;
 	if (vol->eng->hooks.outdate &&
 	    vol->eng->hooks.outdate(vol->eng->hooks.arg, vol, p->node, ++vol->outdate_token) == 0) {
 		vol->freeze++;
@@ -223,13 +224,19 @@ static void outdate_peer(struct peer *p, const char *what)
  * peer's disk fails.  The link stays, and the range is resynced over it
  * (replicate.c); the end of that resync records it UpToDate again
  * (resync.c), and the cluster hears it from the Primary.  Once: a record
- * that stands covers later failures. */
+ * that stands covers later failures.  Ours may stand where the cluster's
+ * was withdrawn: a resync that sent everything says the peer is clean
+ * (role.c), and a region that goes out of sync before it ends starts
+ * another pass instead of recording the end (full-disk sim seed 23812:
+ * a write the peer failed then, acknowledged with no record anywhere but
+ * ours); then it is recorded again. */
 void repl__rep_peer_failed_write(struct peer *p)
 {
 	struct repl_volume *vol = p->vol;
 
 	if (vol->role != REPL_PRIMARY || vol->closing || !link_in_sync(p) ||
-	    meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED)
+	    (meta_get(vol->meta)->peers[p->idx].disk_state == META_OUTDATED &&
+	     !p->said_clean))
 		return;
 	outdate_peer(p, "failed a write");
 }

@@ -91,6 +91,11 @@ struct peer {
 	 * the new generation for it (drawn at the loss) waits for that
 	 * (replicate.c); 0: none waits. */
 	uint64_t gen_pending;
+	/* status (role.c) said it holds every write since it was last
+	 * recorded Outdated: the cluster, told what status says, may have
+	 * withdrawn its record although ours stands (ask_outdate() clears
+	 * it).  Our record then covers no later failed write. */
+	bool said_clean;
 	/* writes sent and not acknowledged, oldest first */
 	struct vwrite *unacked_head, *unacked_tail;
 	unsigned unacked;

@@ -33,7 +33,7 @@ static const char *role_name(unsigned role)
 	return role == REPL_PRIMARY ? "Primary" : "Secondary";
 }
 
-static void peer_status(const struct peer *p, struct repl_peer_status *ps)
+static void peer_status(struct peer *p, struct repl_peer_status *ps)
 {
 	const struct repl_volume *vol = p->vol;
 	uint64_t rsz = UINT64_C(1) << meta_get(vol->meta)->region_shift;
@@ -65,6 +65,8 @@ static void peer_status(const struct peer *p, struct repl_peer_status *ps)
 				(p->peer_disk == GEN_DISK_UPTODATE ||
 				 p->peer_disk == GEN_DISK_OUTDATED)) || repl__rs_sent_all(p)) &&
 			      ps->out_of_sync_bytes == 0;
+	if (ps->in_sync || ps->following_clean)
+		p->said_clean = true;
 	repl__rs_status(p, ps);
 }
 
