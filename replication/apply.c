@@ -151,7 +151,7 @@ static void drop_writers(struct repl_volume *vol, bool was_uptodate)
 		if (p->link == REPL_LINK_SYNC_TARGET ||
 		    (p->peer_role == REPL_PRIMARY &&
 		     !(was_uptodate && p->link == REPL_LINK_CONNECTED)))
-			repl__peer_drop(p, "a flush here lost writes acknowledged to it");
+			repl__peer_disk_drop(p, "a flush here lost writes acknowledged to it");
 	}
 }
 

@@ -39,6 +39,8 @@
 
 #define BACKOFF_MIN_MS 250
 #define BACKOFF_MAX_MS 10000
+/* Disk drops this far apart start the delay over (resync.c's pause too). */
+#define DISK_CALM_MS 20000
 
 static struct peer *peer_by_name(struct repl_volume *vol, const char *node);
 static void schedule_reconnect(struct peer *p);
@@ -122,6 +124,38 @@ void repl__peer_standalone(struct peer *p, uint32_t bye, const char *why)
 		repl__link_flush(p->l);
 	}
 	peer_down(p, why, true);
+}
+
+/* A link dropped for a disk is made again after 250 ms, then after twice
+ * as long each time until 10 s, short again after 20 s without such a
+ * drop.  Without it a Secondary whose every flush fails had its link made
+ * again every 250 ms (the backoff starts over at each link that comes
+ * up), each time with a resync that failed at its flush and log lines on
+ * both sides: 39 links in 10 s.  Links that end soon for other reasons
+ * (two promotions at once) still come back at once. */
+static void disk_backoff(struct peer *p)
+{
+	uint64_t now = now_mono_ms();
+
+	if (!p->disk_backoff_ms || now - p->disk_drop_ms > DISK_CALM_MS)
+		p->disk_backoff_ms = BACKOFF_MIN_MS;
+	else
+		p->disk_backoff_ms = MIN(p->disk_backoff_ms * 2, BACKOFF_MAX_MS);
+	p->disk_drop_ms = now;
+	p->disk_wait = true;
+}
+
+void repl__peer_disk_drop(struct peer *p, const char *why)
+{
+	struct wire_msg m = { .type = WIRE_BYE };
+
+	m.u.bye_reason = WIRE_BYE_DISK;
+	if (p->l && p->conn >= PC_HANDSHAKE) {
+		repl__link_send(p->l, &m, NULL, 0, NULL);
+		repl__link_flush(p->l);
+	}
+	disk_backoff(p);
+	peer_down(p, why, false);
 }
 
 /* The sizes differ and the link may not carry data yet (resize.h): both
@@ -316,7 +350,10 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 		p->hooks->handover(p, m->seq, &m->u.handover);
 		break;
 	case WIRE_BYE:
-		if (m->u.bye_reason == WIRE_BYE_SIZE)
+		if (m->u.bye_reason == WIRE_BYE_DISK) {
+			disk_backoff(p);
+			peer_down(p, "the peer's disk failed: connecting again later", false);
+		} else if (m->u.bye_reason == WIRE_BYE_SIZE)
 			repl__peer_size_wait(p, "the peer waits until the sizes allow the link "
 				  "(a resize is going round)", false);
 		/* It saw a split brain with what we were when we sent our
@@ -563,10 +600,14 @@ static void reconnect_fire(void *arg)
 
 static void schedule_reconnect(struct peer *p)
 {
+	bool disk = p->disk_wait;
+
+	p->disk_wait = false;
 	if (!p->initiator || p->reconnect_timer)
 		return;
 	p->backoff_ms = p->backoff_ms ? MIN(p->backoff_ms * 2, BACKOFF_MAX_MS) : BACKOFF_MIN_MS;
-	repl__timer_add(p->vol->eng, p->backoff_ms, reconnect_fire, p, &p->reconnect_timer);
+	repl__timer_add(p->vol->eng, disk ? MAX(p->backoff_ms, p->disk_backoff_ms) :
+			p->backoff_ms, reconnect_fire, p, &p->reconnect_timer);
 }
 
 /* ---- volume setup --------------------------------------------------------------- */

@@ -58,6 +58,10 @@ struct peer {
 	const struct peer_hooks *hooks;	/* the engine above (repl__peers_start) */
 	uint64_t backoff_ms;
 	void *reconnect_timer;
+	/* Links dropped because a disk failed what they carried (BYE_DISK,
+	 * either side's): the delay before the next, and when the last. */
+	uint64_t disk_backoff_ms, disk_drop_ms;
+	bool disk_wait;			/* the next reconnect waits disk_backoff_ms */
 	/* what the peer told us */
 	uint64_t size;			/* its replica's size (VOLUME, SIZE) */
 	uint8_t peer_role;		/* REPL_PRIMARY / REPL_SECONDARY */
@@ -250,6 +254,10 @@ int repl__peer_send_volume(struct peer *p);
 void repl__peer_drop(struct peer *p, const char *why);
 void repl__peer_standalone(struct peer *p, uint32_t bye, const char *why);
 void repl__peer_size_wait(struct peer *p, const char *why, bool tell);
+/* Our disk failed what the link carried (a flush of the peer's writes, a
+ * resync's end): the link goes with a BYE saying so, and both sides make
+ * it again only after a delay that grows while this goes on. */
+void repl__peer_disk_drop(struct peer *p, const char *why);
 int repl__peer_set_address(struct peer *p, const char *host, const char *port);
 void repl__peer_retry(struct peer *p);
 /* An idle link we open tries again now, not after its backoff. */

@@ -445,7 +445,7 @@ void repl__peer_on_state(struct peer *p, const struct wire_state *s)
 		repl__peers_tell_state(vol);
 	}
 	if (unrecorded) {
-		repl__peer_drop(p, "cannot record the state it sent");
+		repl__peer_disk_drop(p, "cannot record the state it sent");
 		return;
 	}
 	p->hooks->rs_peer_state(p);

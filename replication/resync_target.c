@@ -239,7 +239,7 @@ void repl__rs_on_done(struct peer *p, const struct wire_volume *v)
 		 * the next handshake resyncs (or waits for a restart, if the
 		 * metadata broke). */
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
-		repl__peer_drop(p, "cannot record the end of the resync");
+		repl__peer_disk_drop(p, "cannot record the end of the resync");
 		return;
 	}
 	p->link = REPL_LINK_CONNECTED;
@@ -294,7 +294,7 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 		plog(result < 0 ? LOG_WARNING : LOG_NOTICE, vol->name, "resync from %s %s",
 		     p->node, result < 0 ? "not complete here (the flush failed)" : "done");
 		if (result < 0 && same) {
-			repl__peer_drop(p, "cannot make the resynced data durable");
+			repl__peer_disk_drop(p, "cannot make the resynced data durable");
 			return;
 		}
 		p->resynced_us = same;
@@ -317,14 +317,14 @@ static void rs_uptodate(struct peer *p, bool same, int result)
 		     "staying Inconsistent", p->node, result < 0 ? "the flush failed" :
 		     "the link or the state changed before the data was flushed");
 		if (result < 0 && same)
-			repl__peer_drop(p, "cannot make the resynced data durable");
+			repl__peer_disk_drop(p, "cannot make the resynced data durable");
 		return;
 	}
 	sb.disk_state = outdated ? META_OUTDATED : META_UPTODATE;
 	if (meta_update(vol->meta, &sb) < 0) {
 		plog(LOG_ERR, vol->name, "cannot record the end of the resync");
 		if (same)
-			repl__peer_drop(p, "cannot record the end of the resync");
+			repl__peer_disk_drop(p, "cannot record the end of the resync");
 		return;
 	}
 	repl__lossmark_recorded(vol, REPL_LOSS_BLANK);	/* the data is the source's */

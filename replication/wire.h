@@ -120,6 +120,7 @@ enum wire_bye_reason {
 	WIRE_BYE_REFUSED,
 	WIRE_BYE_AUTH,
 	WIRE_BYE_SIZE,		/* sizes differ (a resize): wait, then retry */
+	WIRE_BYE_DISK,		/* our disk failed what the link carried: retry later */
 	WIRE_BYE_REASON_COUNT
 };
 
