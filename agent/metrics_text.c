@@ -174,6 +174,7 @@ static uint64_t g_written_bytes(const struct metrics_vol *v) { return v->sx.byte
 static uint64_t g_discarded_bytes(const struct metrics_vol *v) { return v->sx.bytes[REPL_STAT_DISCARD]; }
 static uint64_t g_al(const struct metrics_vol *v) { return v->sx.al_transactions; }
 static uint64_t g_bitmap(const struct metrics_vol *v) { return v->sx.bitmap_writes; }
+static uint64_t g_peer_reads(const struct metrics_vol *v) { return v->sx.peer_reads; }
 
 static const struct vol_family {
 	const char *name, *type, *help;
@@ -194,6 +195,7 @@ static const struct vol_family {
 	{ "replagent_discarded_bytes_total", "counter", "Bytes trimmed or zeroed by NBD clients.", g_discarded_bytes },
 	{ "replagent_activity_log_transactions_total", "counter", "Activity-log transactions: writes that brought 4 MiB extents into the set and waited for them to be recorded.", g_al },
 	{ "replagent_bitmap_writes_total", "counter", "Bitmap write jobs (changed pages written and synced).", g_bitmap },
+	{ "replagent_reads_from_peer_total", "counter", "Client reads this replica's disk failed that a peer answered instead.", g_peer_reads },
 };
 
 static void volume_families(struct out *o, const struct metrics_vol *v, size_t n)

@@ -1,7 +1,8 @@
 /* gate.c: how clients reach a volume.  The NBD server finds it by name
  * here and submits its I/O here (repl__volume_io); so do the modules that
  * hold I/O and later let it go (the quorum below, the migration window).
- * Reads only look at this replica (replicate.c's repl__rep_read).  A
+ * Reads only look at this replica (replicate.c's repl__rep_read), unless
+ * a Primary's disk fails one that a peer can answer (pread.c).  A
  * write is held while a Primary with peers lacks quorum, waits in a
  * Secondary's migration window or behind a handover (window.c), is
  * replicated by a Primary with peers (replicate.c) and otherwise goes
@@ -13,6 +14,7 @@
 
 #include "log.h"
 #include "peer.h"
+#include "pread.h"
 #include "repl_int.h"
 
 /* The engine's volumes, and the one an NBD client names. */
@@ -45,6 +47,8 @@ void repl__volume_io(struct repl_volume *vol, struct repl_io *io)
 			io->done(io);
 			return;
 		}
+		if (vol->role == REPL_PRIMARY && vol->n_peers)
+			repl__pread_arm(vol, io);
 		repl__rep_read(vol, io);
 		return;
 	}

@@ -218,6 +218,13 @@ static void heard(struct iopool *p, const struct repl_io *io)
 		__atomic_add_fetch(&p->lost_heard, 1, __ATOMIC_RELEASE);
 }
 
+/* May io's ->done run here, on a worker? */
+static bool any_thread(const struct repl_io *io)
+{
+	return (io->flags & REPL_IO_DONE_ANY_THREAD) &&
+	       !(io->result < 0 && (io->flags & REPL_IO_FAIL_ON_LOOP));
+}
+
 static bool inline_write(const struct repl_io *io)
 {
 	return io->op == REPL_IO_WRITE && !(io->flags & REPL_IO_FUA) &&
@@ -363,7 +370,7 @@ static void *worker_main(void *arg)
 		io->result = exec(p, io, NULL);
 		if (counted)
 			__atomic_sub_fetch(&p->executing, 1, __ATOMIC_RELEASE);
-		if (io->flags & REPL_IO_DONE_ANY_THREAD) {
+		if (any_thread(io)) {
 			heard(p, io);
 			io->done(io);
 		} else {
@@ -644,7 +651,7 @@ bool repl__iopool_step(struct iopool *p, unsigned i)
 		p->queue_tail = pp;
 	io->next = NULL;
 	io->result = exec(p, io, NULL);
-	if (io->flags & REPL_IO_DONE_ANY_THREAD) {
+	if (any_thread(io)) {
 		heard(p, io);
 		io->done(io);
 		return false;
@@ -698,7 +705,7 @@ void repl__iopool_free(struct iopool *p)
 			if (!(io = pop_queue(p)))
 				break;
 			io->result = exec(p, io, NULL);
-			if (io->flags & REPL_IO_DONE_ANY_THREAD) {
+			if (any_thread(io)) {
 				heard(p, io);
 				io->done(io);
 			} else {

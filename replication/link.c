@@ -29,6 +29,9 @@
 #include "util.h"
 #include "wire.h"
 
+/* What this build offers every peer (negotiated); AEAD is the setting's. */
+#define LINK_FEATURES WIRE_FEAT_READ
+
 #define PING_INTERVAL_MS 1000
 #define PING_TIMEOUT_MS 4000
 /* Where the sockets drop a silent peer themselves (sys.h link_dead_ms: TCP
@@ -130,6 +133,13 @@ static ssize_t seal(struct peer_link *l, struct txmsg *t)
 bool repl__link_sealed(const struct peer_link *l)
 {
 	return l->tx_sealed;
+}
+
+uint32_t repl__link_features(const struct peer_link *l)
+{
+	const struct wire_hello *h = wire_auth_peer_hello(&l->auth);
+
+	return h ? h->features & LINK_FEATURES : 0;
 }
 
 /* Queues a frame: the encoded prefix, then data (not copied; it must live
@@ -533,7 +543,7 @@ struct peer_link *repl__link_new(struct repl_volume *vol, int fd, struct peer *p
 	struct wire_auth_params ap = {
 		.key = vol->key, .keylen = vol->key_len, .initiator = p != NULL,
 		.node = vol->node, .peer = peer_node, .resource = vol->name,
-		.features = vol->link_plain ? 0 : WIRE_FEAT_AEAD,
+		.features = (vol->link_plain ? 0 : WIRE_FEAT_AEAD) | LINK_FEATURES,
 	};
 
 	if (!l)

@@ -90,6 +90,8 @@ int repl__link_send(struct peer_link *l, const struct wire_msg *m, const void *d
 int repl__link_flush(struct peer_link *l);
 /* Frames sent on l from now on go in sealed records (no payload CRC). */
 bool repl__link_sealed(const struct peer_link *l);
+/* The features (WIRE_FEAT_*) both sides' HELLOs named; 0 before them. */
+uint32_t repl__link_features(const struct peer_link *l);
 /* Closes the socket now; the memory goes when no handler is running on it. */
 void repl__link_close(struct peer_link *l);
 

@@ -376,6 +376,20 @@ static void dispatch(struct peer *p, struct wire_msg *m, uint8_t *payload)
 	case WIRE_CKPT:
 		p->hooks->ckpt(p, &m->u.ckpt);
 		break;
+	case WIRE_READ_REQ:
+		if (range_ok(p->vol, m->u.range.offset, m->u.range.len))
+			p->hooks->read_request(p, m->seq, m->u.range.offset,
+					       (uint32_t)m->u.range.len);
+		else
+			repl__peer_drop(p, "read request outside the volume");
+		break;
+	case WIRE_READ_DATA:
+		p->hooks->read_answer(p, m->seq, &m->u.write, 0);
+		break;
+	case WIRE_READ_FAIL:
+		p->hooks->read_answer(p, m->u.ack.seq, NULL,
+				      m->u.ack.error ? -(int)m->u.ack.error : -EIO);
+		break;
 	default:
 		repl__peer_drop(p, "unexpected frame");
 		break;

@@ -171,7 +171,7 @@ struct vwrite {
  * (replicate.c, apply.c, outdate.c, resync.c, recent.c, verify.c,
  * window.c, resize.c, cbt.c).  The engine's table is volume.c's, given to
  * repl__peers_start(); every entry is set. */
-#define PEER_DOWN_OBSERVERS 3
+#define PEER_DOWN_OBSERVERS 4
 struct peer_hooks {
 	/* Frames, once checked.  apply: WRITE, TRIM, ZERO or FLUSH of the
 	 * Primary this replica follows (data points into mem, freed when
@@ -204,6 +204,10 @@ struct peer_hooks {
 	void (*handover)(struct peer *p, uint64_t seq, const struct wire_handover *h);
 	void (*size)(struct peer *p, uint64_t size);
 	void (*ckpt)(struct peer *p, const struct wire_ckpt *m);
+	/* READ_REQ (in the volume), and the answer to ours: READ_DATA (w)
+	 * or READ_FAIL (w NULL, err < 0). */
+	void (*read_request)(struct peer *p, uint64_t seq, uint64_t off, uint32_t len);
+	void (*read_answer)(struct peer *p, uint64_t seq, const struct wire_write *w, int err);
 	/* The handshake: may the link come up with a peer of peer_size bytes
 	 * after the generations decided d (false: wait, why filled)?  authed:
 	 * p proved the key (it holds the generation it was lost at); up: the
@@ -246,6 +250,11 @@ int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_
 /* RS_DATA (data is freed once sent) or RS_ZERO (data NULL). */
 int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 			    void *data, bool zero);
+/* Did p's HELLO offer to answer READ_REQ (WIRE_FEAT_READ)? */
+bool repl__peer_answers_reads(const struct peer *p);
+/* READ_DATA answering READ_REQ seq (data is freed once sent). */
+int repl__peer_send_read_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
+			      void *data);
 /* Our full state: after the handshake, it ends a resync we were source of. */
 int repl__peer_send_volume(struct peer *p);
 /* peer.c: the link goes and is tried again (drop), or goes with a BYE of

@@ -161,6 +161,24 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 	return repl__link_send(p->l, &m, data, len, data);
 }
 
+bool repl__peer_answers_reads(const struct peer *p)
+{
+	return p->l && (repl__link_features(p->l) & WIRE_FEAT_READ);
+}
+
+int repl__peer_send_read_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
+			      void *data)
+{
+	struct wire_msg m = { .type = WIRE_READ_DATA, .seq = seq };
+
+	m.u.write = (struct wire_write){ offset, len, 0, data };
+	if (!p->l || p->conn < PC_HANDSHAKE) {
+		free(data);
+		return -ENOTCONN;
+	}
+	return repl__link_send(p->l, &m, data, len, data);
+}
+
 bool repl__partial(const struct repl_volume *vol)
 {
 	const struct meta_super *sb = meta_get(vol->meta);

@@ -53,6 +53,9 @@ enum repl_io_op {
  * have: not where the file system refused the data for want of space
  * before any of it was written (the worker sets it, iopool.c reads it). */
 #define REPL_IO_SYNC_FAILED (1u << 5)
+/* With REPL_IO_DONE_ANY_THREAD: a failure's ->done runs on the loop thread
+ * all the same (a client's read that a peer may answer: pread.c). */
+#define REPL_IO_FAIL_ON_LOOP (1u << 6)
 
 struct repl_io {
 	enum repl_io_op op;
@@ -74,6 +77,10 @@ struct repl_io {
 	 * clean, and a later fdatasync does not write it again): what the
 	 * disk holds there is unknown.  False: nothing was at risk. */
 	bool flush_lost;
+	/* pread.c, a client's READ on a Primary: the submitter's ->done while
+	 * a peer may still answer a local failure, and the volume. */
+	void (*client_done)(struct repl_io *io);
+	struct repl_volume *vol;
 };
 
 struct peer;
@@ -142,6 +149,7 @@ struct repl_engine {
 struct peer;
 struct vwrite;
 struct agree;
+struct preads;
 struct apply;
 struct meta_flush_job;
 struct vol_listener;
@@ -193,6 +201,7 @@ struct repl_volume {
 	struct vwrite *local_wait;	/* Primary: local writes held for order */
 	struct ratelimit write_fail_log;	/* our failed writes' messages */
 	struct agree *agree;		/* Primary: agree.c */
+	struct preads *pread;		/* Primary: reads asked of peers (pread.c) */
 	void *intent_timer;
 	/* the activity log: its extent set, writes waiting for a slot in it,
 	 * and trims too large for it in flight (al_vol.c, replicate.c) */

@@ -49,6 +49,8 @@ struct repl_volume_stats {
 	 * changed pages and fdatasyncs). */
 	uint64_t al_transactions;
 	uint64_t bitmap_writes;
+	/* Client reads this replica's disk failed that a peer answered. */
+	uint64_t peer_reads;
 	bool quorate;			/* false: requests are held */
 	unsigned n_peers;		/* in the order of repl_volume_status's peers */
 	struct repl_peer_stats peers[REPL_MAX_PEERS];

@@ -83,6 +83,7 @@ void repl_volume_stats(const struct repl_volume *vol, struct repl_volume_stats *
 	}
 	out->al_transactions = load(&s->al_transactions);
 	out->bitmap_writes = load(&s->bitmap_writes);
+	out->peer_reads = load(&s->peer_reads);
 	out->quorate = vol->quorate;
 	out->n_peers = vol->n_peers;
 	for (unsigned i = 0; i < vol->n_peers; i++) {

@@ -25,6 +25,7 @@ struct repl__vstats {
 	struct repl__hist ack[REPL_MAX_PEERS];
 	_Atomic uint64_t al_transactions;
 	_Atomic uint64_t bitmap_writes;
+	_Atomic uint64_t peer_reads;
 };
 
 /* Any thread: one NBD request of repl_io_op op (enum in repl_int.h) of

@@ -17,6 +17,7 @@
 #include "log.h"
 #include "meta.h"
 #include "peer.h"
+#include "pread.h"
 #include "repl_int.h"
 #include "resize.h"
 #include "sys.h"
@@ -66,6 +67,8 @@ static const struct peer_hooks engine_hooks = {
 	.size = repl__resize_peer_size,		/* resize.c */
 	.link_ok = repl__resize_link_ok,
 	.ckpt = repl__cbt_on_msg,		/* cbt.c */
+	.read_request = repl__pread_on_request,	/* pread.c */
+	.read_answer = repl__pread_on_answer,
 	.checkpoints_up = repl__cbt_peer_up,
 	.up_data = peer_up_data,		/* above */
 	.authed = repl__rep_gen_catch_up,	/* outdate.c */
@@ -73,8 +76,10 @@ static const struct peer_hooks engine_hooks = {
 	.changed = repl__changed,		/* loop.c */
 	/* A verify running over the link ends first, then the writes in
 	 * flight to the peer go to its bitmap (outdate.c), then a
-	 * migration window with it closes. */
-	.down = { repl__verify_peer_down, repl__rep_peer_down, repl__window_peer_down },
+	 * migration window with it closes, then the reads asked of it go to
+	 * another peer. */
+	.down = { repl__verify_peer_down, repl__rep_peer_down, repl__window_peer_down,
+		  repl__pread_peer_down },
 };
 
 /* The workers' hook before a write reaches the store (iopool.c). */
@@ -523,6 +528,7 @@ void repl__volume_disconnect(struct repl_volume *vol)
 	repl__resize_stop(vol);
 	repl__rep_close(vol);
 	repl__peers_stop(vol);
+	repl__pread_free(vol);
 }
 
 void repl__volume_quiesce(struct repl_volume *vol)

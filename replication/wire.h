@@ -95,6 +95,13 @@ enum wire_type {
 	WIRE_HANDOVER,		/* the answer: struct wire_handover */
 	WIRE_SIZE,		/* "my replica grew to this size" (bytes) */
 	WIRE_CKPT,		/* changed-block tracking: struct wire_ckpt (cbt.c) */
+	/* A Primary whose own disk failed a read (pread.c): "send me these
+	 * bytes" (range), the answer (struct wire_write, flags 0) or its
+	 * failure (struct wire_ack: the request's seq, an errno).  Only to
+	 * a peer whose HELLO said WIRE_FEAT_READ. */
+	WIRE_READ_REQ,
+	WIRE_READ_DATA,
+	WIRE_READ_FAIL,
 	WIRE_TYPE_COUNT		/* one past the last type */
 };
 
@@ -111,6 +118,8 @@ enum wire_type {
 /* link-security = aead: frames after the handshake are sealed
  * (linkcrypt.h).  Not negotiated: both sides must say the same. */
 #define WIRE_FEAT_AEAD 0x4u
+/* The sender answers READ_REQ (negotiated). */
+#define WIRE_FEAT_READ 0x8u
 
 enum wire_bye_reason {
 	WIRE_BYE_SHUTDOWN = 0,

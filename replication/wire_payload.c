@@ -35,6 +35,9 @@
  *                   notice, bit 1: confirmation; not both)   3 res
  *                   4 u32 outdated_node   8 u64 current   16 u64 token
  *   BYE          8  0 u32 reason   4 res[4]
+ *   READ_REQ    16  same as RS_REQUEST
+ *   READ_DATA 16+len same as WRITE, flags 0
+ *   READ_FAIL   16  same as WRITE_ACK
  */
 #include "config.h"
 
@@ -154,7 +157,7 @@ static int check_range(const struct wire_msg *m)
 	case WIRE_ZERO:
 		allowed = WIRE_WF_FUA | WIRE_WF_NO_HOLE;
 		break;
-	default:	/* RS_REQUEST, RS_ZERO, VERIFY_REQ */
+	default:	/* RS_REQUEST, RS_ZERO, VERIFY_REQ, READ_REQ */
 		if (r->len > WIRE_DATA_MAX)
 			return -EINVAL;
 		break;
@@ -554,4 +557,7 @@ const struct wire_type_info repl__wire_types[WIRE_TYPE_COUNT] = {
 	T(WIRE_HANDOVER, "HANDOVER", 24, false, check_handover, enc_handover, dec_handover),
 	T(WIRE_SIZE, "SIZE", 8, false, check_size, enc_size, dec_size),
 	T(WIRE_CKPT, "CKPT", 8 + WIRE_NAME_MAX, false, check_ckpt, enc_ckpt, dec_ckpt),
+	T(WIRE_READ_REQ, "READ_REQ", 16, false, check_range, enc_rs_range, dec_rs_range),
+	T(WIRE_READ_DATA, "READ_DATA", WIRE_DATA_FIXED, true, check_write, enc_write, dec_write),
+	T(WIRE_READ_FAIL, "READ_FAIL", 16, false, check_ack, enc_ack, dec_ack),
 };

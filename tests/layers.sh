@@ -7,7 +7,7 @@
 # a write is a hook), link.c (sockets, frames, sealing), the peer module (peer.c,
 # peer_state.c, peer_send.c, peer_unflushed.c) and what they stand on
 # reach none of the engine's upper files (replicate, apply, outdate,
-# resync, resync_target, recent, verify, window, resize, cbt, role, volume, engine, the
+# resync, resync_target, recent, verify, pread, window, resize, cbt, role, volume, engine, the
 # NBD server), not even through another file.  The peer module reports
 # up through struct peer_hooks (peer.h), which volume.c fills.  And no
 # files of the engine call each other in a circle, except the files of one
@@ -28,7 +28,7 @@ import collections, glob, os, re, subprocess, sys
 
 objdir = sys.argv[1]
 LOWER = ["loop", "iopool", "link", "link_accept", "peer", "peer_state", "peer_send", "peer_unflushed"]
-UPPER = ["replicate", "apply", "outdate", "resync", "resync_target", "recent", "verify", "window",
+UPPER = ["replicate", "apply", "outdate", "resync", "resync_target", "recent", "verify", "pread", "window",
          "resize", "cbt", "role", "volume", "gate", "engine", "nbd_server", "nbd_conn",
          "nbd_cmd", "nbd_opt", "nbd_meta", "al_vol"]
 

@@ -115,6 +115,15 @@ static void gen_wire(void)
 	m = (struct wire_msg){ .type = WIRE_RS_ZERO, .seq = 14 };
 	m.u.range = (struct wire_range){ .offset = 0, .len = 65536 };
 	wire_one(&m);
+	m = (struct wire_msg){ .type = WIRE_READ_REQ, .seq = 19 };
+	m.u.range = (struct wire_range){ .offset = 4096, .len = 8192 };
+	wire_one(&m);
+	m = (struct wire_msg){ .type = WIRE_READ_DATA, .seq = 19 };
+	m.u.write = (struct wire_write){ .offset = 4096, .len = 512, .data = data };
+	wire_one(&m);
+	m = (struct wire_msg){ .type = WIRE_READ_FAIL, .seq = 0 };
+	m.u.ack = (struct wire_ack){ .seq = 19, .error = 5 };
+	wire_one(&m);
 	m = (struct wire_msg){ .type = WIRE_STATE, .seq = 15 };
 	m.u.state = (struct wire_state){ .role = 1, .disk = GEN_DISK_UPTODATE,
 					 .outdate_notice = true, .outdated_node = 2,

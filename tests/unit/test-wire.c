@@ -139,6 +139,18 @@ static size_t samples(struct wire_msg *out)
 	m = (struct wire_msg){ .type = WIRE_CKPT, .seq = 0 };
 	m.u.ckpt.op = WIRE_CKPT_END;
 	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_BYE, .seq = 115 };
+	m.u.bye_reason = WIRE_BYE_DISK;
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_READ_REQ, .seq = 116 };
+	m.u.range = (struct wire_range){ .offset = 1u << 20, .len = WIRE_DATA_MAX };
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_READ_DATA, .seq = 116 };
+	m.u.write = (struct wire_write){ .offset = 1u << 20, .len = 50, .data = data100 + 7 };
+	out[n++] = m;
+	m = (struct wire_msg){ .type = WIRE_READ_FAIL, .seq = 0 };
+	m.u.ack = (struct wire_ack){ .seq = 117, .error = EIO };
+	out[n++] = m;
 	return n;
 }
 
@@ -173,17 +185,20 @@ static bool msg_equal(const struct wire_msg *a, const struct wire_msg *b)
 	}
 	case WIRE_WRITE:
 	case WIRE_RS_DATA:
+	case WIRE_READ_DATA:
 		return a->u.write.offset == b->u.write.offset && a->u.write.len == b->u.write.len &&
 		       a->u.write.flags == b->u.write.flags &&
 		       memcmp(a->u.write.data, b->u.write.data, a->u.write.len) == 0;
 	case WIRE_WRITE_ACK:
 	case WIRE_FLUSH_ACK:
+	case WIRE_READ_FAIL:
 		return a->u.ack.seq == b->u.ack.seq && a->u.ack.error == b->u.ack.error;
 	case WIRE_TRIM:
 	case WIRE_ZERO:
 	case WIRE_RS_REQUEST:
 	case WIRE_RS_ZERO:
 	case WIRE_VERIFY_REQ:
+	case WIRE_READ_REQ:
 		return a->u.range.offset == b->u.range.offset && a->u.range.len == b->u.range.len &&
 		       a->u.range.flags == b->u.range.flags;
 	case WIRE_STATE:
@@ -312,7 +327,8 @@ static void test_roundtrip(void)
 		prefix = malloc(WIRE_CONTROL_FRAME_MAX);
 		pn = wire_encode_prefix(&s[i], prefix, WIRE_CONTROL_FRAME_MAX);
 		CHECK(pn > 0 && (size_t)pn <= len && memcmp(prefix, f, (size_t)pn) == 0);
-		if (s[i].type == WIRE_WRITE || s[i].type == WIRE_RS_DATA)
+		if (s[i].type == WIRE_WRITE || s[i].type == WIRE_RS_DATA ||
+		    s[i].type == WIRE_READ_DATA)
 			CHECK((size_t)pn + s[i].u.write.len == len);
 		else
 			CHECK((size_t)pn == len);
@@ -534,6 +550,7 @@ static void test_rejects(void)
 	struct wire_msg rsq = sample_of(WIRE_RS_REQUEST), st = sample_of(WIRE_STATE);
 	struct wire_msg bye = sample_of(WIRE_BYE), ping = sample_of(WIRE_PING);
 	struct wire_msg rsd = sample_of(WIRE_RS_DATA), m;
+	struct wire_msg rdd = sample_of(WIRE_READ_DATA), rdq = sample_of(WIRE_READ_REQ);
 	struct wire_msg tko = sample_of(WIRE_TAKEOVER), hnd = sample_of(WIRE_HANDOVER);
 	struct wire_msg size = sample_of(WIRE_SIZE);
 	enum { H = WIRE_HDR_LEN };
@@ -606,6 +623,9 @@ static void test_rejects(void)
 	m.u.write.offset = UINT64_MAX - 100;	/* ends exactly at 2^64 - 1 */
 	reject("write offset overflow", &m, H + 7, 0xff, -EPROTO);
 	reject("rs_data FUA", &rsd, H + 15, WIRE_WF_FUA, -EPROTO);
+	reject("read_data FUA", &rdd, H + 15, WIRE_WF_FUA, -EPROTO);
+	reject("read_req > 4 MiB", &rdq, H + 11, 1, -EPROTO);
+	reject("read_req len 0", &rdq, H + 9, 0, -EPROTO);
 	reject("ack error 4096", &ack, H + 10, 0x10, -EPROTO);
 	reject("ack reserved", &ack, H + 15, 1, -EPROTO);
 	reject("trim no-hole", &trim, H + 19, WIRE_WF_NO_HOLE | WIRE_WF_FUA, -EPROTO);
@@ -742,7 +762,8 @@ static void test_garbage(void)
 		uint8_t *buf, *g;
 		unsigned density = (unsigned)(rng() % 4);
 
-		if (!mutate && (type == WIRE_WRITE || type == WIRE_RS_DATA))
+		if (!mutate && (type == WIRE_WRITE || type == WIRE_RS_DATA ||
+				 type == WIRE_READ_DATA))
 			plen = WIRE_DATA_FIXED + 1 + rng() % 200;
 		len = WIRE_HDR_LEN + plen;
 		buf = malloc(len);
