@@ -250,6 +250,21 @@ int repl__peer_send_outdate(struct peer *p, const struct peer *outdated, uint64_
 /* RS_DATA (data is freed once sent) or RS_ZERO (data NULL). */
 int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint32_t len,
 			    void *data, bool zero);
+/* A read of this replica that answers a peer's request seq (verify.c's
+ * checksums, pread.c's bytes), and the link it came on.  A caller's
+ * struct may begin with one. */
+struct peer_answer {
+	struct repl_io io;
+	struct peer *p;
+	uint64_t conn_id, seq;
+};
+/* size bytes (a struct that begins with a peer_answer), zeroed, whose io
+ * reads [off, off + len) into a buffer of its own and then calls done;
+ * NULL without memory (and the link dropped). */
+void *repl__peer_answer_new(struct peer *p, size_t size, uint64_t seq, uint64_t off,
+			    uint32_t len, unsigned flags, void (*done)(struct repl_io *io));
+/* Is the link it came on still up, to take the answer? */
+bool repl__peer_answer_live(const struct peer_answer *a);
 /* Did p's HELLO offer to answer READ_REQ (WIRE_FEAT_READ)? */
 bool repl__peer_answers_reads(const struct peer *p);
 /* READ_DATA answering READ_REQ seq (data is freed once sent). */

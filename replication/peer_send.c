@@ -161,6 +161,31 @@ int repl__peer_send_rs_data(struct peer *p, uint64_t seq, uint64_t offset, uint3
 	return repl__link_send(p->l, &m, data, len, data);
 }
 
+void *repl__peer_answer_new(struct peer *p, size_t size, uint64_t seq, uint64_t off,
+			    uint32_t len, unsigned flags, void (*done)(struct repl_io *io))
+{
+	struct peer_answer *a = calloc(1, size);
+	void *buf = malloc(len);
+
+	if (!a || !buf) {
+		free(a);
+		free(buf);
+		repl__peer_drop(p, "out of memory");
+		return NULL;
+	}
+	a->p = p;
+	a->conn_id = p->conn_id;
+	a->seq = seq;
+	a->io = (struct repl_io){ .op = REPL_IO_READ, .flags = flags, .offset = off,
+				  .len = len, .buf = buf, .done = done };
+	return a;
+}
+
+bool repl__peer_answer_live(const struct peer_answer *a)
+{
+	return repl__peer_up(a->p) && a->p->conn_id == a->conn_id;
+}
+
 bool repl__peer_answers_reads(const struct peer *p)
 {
 	return p->l && (repl__link_features(p->l) & WIRE_FEAT_READ);

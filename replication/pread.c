@@ -232,19 +232,13 @@ void repl__pread_free(struct repl_volume *vol)
 
 /* ---- the peer's side --------------------------------------------------- */
 
-struct answer {
-	struct repl_io io;
-	struct peer *p;
-	uint64_t conn_id, seq;
-};
-
 static void answer_done(struct repl_io *io)
 {
-	struct answer *a = (struct answer *)io;
+	struct peer_answer *a = (struct peer_answer *)io;
 	struct peer *p = a->p;
 	struct wire_msg m = { .type = WIRE_READ_FAIL };
 
-	if (!repl__peer_up(p) || p->conn_id != a->conn_id) {
+	if (!repl__peer_answer_live(a)) {
 		free(io->buf);
 	} else if (io->result < 0) {
 		free(io->buf);
@@ -259,18 +253,11 @@ static void answer_done(struct repl_io *io)
 void repl__pread_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_t len)
 {
 	struct repl_volume *vol = p->vol;
-	struct answer *a = calloc(1, sizeof(*a));
+	struct peer_answer *a = repl__peer_answer_new(p, sizeof(*a), seq, off, len, 0,
+						      answer_done);
 
-	if (!a || !(a->io.buf = malloc(len))) {
-		free(a);
-		repl__peer_drop(p, "out of memory");
+	if (!a)
 		return;
-	}
-	a->p = p;
-	a->conn_id = p->conn_id;
-	a->seq = seq;
-	a->io = (struct repl_io){ .op = REPL_IO_READ, .offset = off, .len = len,
-				  .buf = a->io.buf, .done = answer_done };
 	/* Not ours to give: the asker's view of us is out of date. */
 	if (vol->role == REPL_PRIMARY || vol->disk_state != GEN_DISK_UPTODATE) {
 		a->io.result = -ENODATA;

@@ -423,9 +423,7 @@ static void verify_drop(struct repl_volume *vol)
 /* ---- the peer side ---------------------------------------------------------- */
 
 struct vanswer {
-	struct repl_io io;
-	struct peer *p;
-	uint64_t conn_id, seq;
+	struct peer_answer a;		/* first: its io is the vanswer's */
 	struct vanswer *next;		/* waiting for writes to its range */
 };
 
@@ -438,7 +436,7 @@ struct verify_ans {
 
 static void vanswer_done(struct repl_io *io)
 {
-	struct vanswer *a = (struct vanswer *)io;
+	struct peer_answer *a = (struct peer_answer *)io;
 	struct wire_msg m = { .type = WIRE_VERIFY_REPLY, .seq = a->seq };
 
 	if (io->flags & REPL_IO_WAS_HOLE)
@@ -447,7 +445,7 @@ static void vanswer_done(struct repl_io *io)
 		io->result == 0 ? crc32c(0, io->buf, io->len) : 0 };
 	if (io->result < 0)
 		m.u.verify.crc = ~crc32c(0, io->buf, 0);	/* never matches a good read */
-	if (repl__peer_up(a->p) && a->p->conn_id == a->conn_id)
+	if (repl__peer_answer_live(a))
 		repl__peer_send_msg(a->p, &m);
 	free(io->buf);
 	free(a);
@@ -458,20 +456,13 @@ static void answers_retry(void *arg);
 void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_t len)
 {
 	struct verify_ans *va = p->vol->verify_ans;
-	struct vanswer *a = calloc(1, sizeof(*a));
+	struct vanswer *a = repl__peer_answer_new(p, sizeof(*a), seq, off, len,
+						  REPL_IO_HOLE_CHECK, vanswer_done);
 
-	if (!a || !(a->io.buf = malloc(len))) {
-		free(a);
-		repl__peer_drop(p, "out of memory");
+	if (!a)
 		return;
-	}
-	a->p = p;
-	a->conn_id = p->conn_id;
-	a->seq = seq;
-	a->io = (struct repl_io){ .op = REPL_IO_READ, .flags = REPL_IO_HOLE_CHECK, .offset = off,
-				  .len = len, .buf = a->io.buf, .done = vanswer_done };
 	if (!repl__writes_overlap(p->vol, off, len)) {
-		repl__rep_read(p->vol, &a->io);
+		repl__rep_read(p->vol, &a->a.io);
 		return;
 	}
 	/* A write to it is in flight here: the asker may already hold it,
@@ -480,7 +471,7 @@ void repl__verify_on_request(struct peer *p, uint64_t seq, uint64_t off, uint32_
 	if (!va && (va = p->vol->verify_ans = calloc(1, sizeof(*va))))
 		va->vol = p->vol;
 	if (!va) {
-		free(a->io.buf);
+		free(a->a.io.buf);
 		free(a);
 		repl__peer_drop(p, "out of memory");
 		return;
@@ -498,12 +489,12 @@ static void answers_retry(void *arg)
 
 	va->timer = NULL;
 	while ((a = *pp)) {
-		if (repl__writes_overlap(va->vol, a->io.offset, a->io.len)) {
+		if (repl__writes_overlap(va->vol, a->a.io.offset, a->a.io.len)) {
 			pp = &a->next;
 			continue;
 		}
 		*pp = a->next;
-		repl__rep_read(va->vol, &a->io);
+		repl__rep_read(va->vol, &a->a.io);
 	}
 	if (va->waiting)
 		repl__timer_add(va->vol->eng, VERIFY_RETRY_MS, answers_retry, va, &va->timer);
@@ -519,7 +510,7 @@ static void answers_free(struct repl_volume *vol)
 	repl__timer_del(vol->eng, &va->timer);
 	while ((a = va->waiting)) {
 		va->waiting = a->next;
-		free(a->io.buf);
+		free(a->a.io.buf);
 		free(a);
 	}
 	free(va);
