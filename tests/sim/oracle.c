@@ -382,6 +382,14 @@ static void issue_one(void)
 	/* a few hot blocks, so that versions pile up */
 	if (rnd_chance(400))
 		b = (unsigned)rnd_below(8) * 16;
+	/* Half the reads on a node that cannot read some sectors go there:
+	 * its peers answer them (pread.c), if one may.  Drawn only then, so
+	 * that the other profiles' random streams stay as they were. */
+	if (t == OP_READ && sim_diskcfg.bad_len[p] && rnd_chance(500)) {
+		b = (unsigned)(sim_diskcfg.bad_off[p] / BLOCK);
+		if (b > client_blocks - nb)
+			b = client_blocks - nb;
+	}
 	for (unsigned i = 0; i < nb; i++)
 		if (branch[node_br[p]][b + i].busy)
 			return;

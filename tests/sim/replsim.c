@@ -36,7 +36,8 @@ static unsigned n_faults;
 static bool sweeping;	/* only failures are printed */
 static bool no_eio;	/* --no-eio: no disk EIO faults (see the README) */
 /* --full-disk: half the disk faults are a full file system instead;
- * --bad-sectors: a quarter, a range of unreadable sectors */
+ * --bad-sectors: a quarter, a range of unreadable sectors (half the
+ * client's reads on that node go there: oracle.c) */
 static bool full_disk, bad_sectors;
 static uint64_t full_since[SIM_NODES], bad_since[SIM_NODES];
 static unsigned long full_refused[SIM_NODES], bad_refused[SIM_NODES];
