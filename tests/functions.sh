@@ -1765,15 +1765,23 @@ MANY_ALL_SYNCED='len(vols) == int(sys.argv[3]) and all(x.get("disk") == "UpToDat
 MANY_NOT_SYNCED='[x["name"] for x in s["volumes"] if not (x.get("disk") == "UpToDate" and all(q["link"] == "Connected" and q["out_of_sync_bytes"] == 0 and q["peer_disk"] == "UpToDate" for q in x.get("peers", [])))][:10]'
 
 # many_wait_synced N T I...: within T s, each node I has all its replicas
-# of v0..v(N-1), all in sync; else says which are not and returns 1.
+# of v0..v(N-1), all in sync; else says which are not, and which it lacks,
+# and returns 1.
 many_wait_synced() {
-	local nvol=$1 t=$2 i
+	local nvol=$1 t=$2 i k names missing
 	shift 2
 	for i in "$@"; do
 		rc_wait "$i" "$t" "$MANY_ALL_SYNCED" "$(many_held "$nvol" "$i")" >/dev/null 2>&1 || {
+			names=" $(rc_value "$i" "' '.join(str(n) for n in vols)") " missing=
+			for ((k = 0; k < nvol; k++)); do
+				case ,$(many_nodes_of "$k"),$names in
+				*,n$i,*" v$k "*) ;;
+				*,n$i,*) missing+=" v$k" ;;
+				esac
+			done
 			echo "n$i: not in sync: $(rc_value "$i" "$MANY_NOT_SYNCED")" \
-				"($(rc_value "$i" 'len(vols)') volumes)" >&2
-			many_explain "$(rc_value "$i" "' '.join(${MANY_NOT_SYNCED}[:3])")"
+				"($(rc_value "$i" 'len(vols)') volumes; lacks:${missing:- none})" >&2
+			many_explain "$(rc_value "$i" "' '.join(${MANY_NOT_SYNCED}[:3])")${missing}"
 			return 1
 		}
 	done
@@ -1786,9 +1794,9 @@ many_explain() {
 	for v in $1; do
 		for j in "${!CL_DIR[@]}"; do
 			[ -f "$(rc_log "$j")" ] || continue
-			grep -q "\[$v\]" "$(rc_log "$j")" || continue
+			grep -q -E "\[$v\]|volume $v( |$)" "$(rc_log "$j")" || continue
 			echo "---- $v on n$j: $(rc_value "$j" "[x for x in s['volumes'] if x['name'] == '$v']")" >&2
-			grep "\[$v\]" "$(rc_log "$j")" | tail -n 25 >&2
+			grep -E "\[$v\]|volume $v( |$)" "$(rc_log "$j")" | tail -n 25 >&2
 		done
 	done
 }
