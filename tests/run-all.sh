@@ -61,9 +61,11 @@ if [ $status = 0 ]; then
 	./autogen.sh >/dev/null 2>&1 || { echo "autogen failed"; status=1; }
 fi
 if [ $status = 0 ] && setup_build "$top" build-ci; then
-	# One test at a time: the cluster tests time corosync and Pacemaker on
-	# two cores.
-	check build-ci check 1
+	# The engine tests have no cluster timing: two at a time (as under
+	# the sanitizers below).  The cluster tests time corosync and
+	# Pacemaker on two cores: one at a time, tests/leaks.sh last.
+	check build-ci check-engine 2
+	check build-ci check-cluster 1
 else
 	fail=$((fail + 1))
 fi
