@@ -549,6 +549,7 @@ static void connection(void *arg, bool up)
 
 	if (!up) {
 		log_warn("cluster: lost corosync; volumes freeze until it is back");
+		voldb_sent_forget(cd->db);
 		quorum(cd, false);
 		notify(cd);
 		return;

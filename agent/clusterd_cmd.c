@@ -129,8 +129,15 @@ static void cmd_create(struct clusterd *cd, char **w, unsigned n, struct json_wr
 		answer_err(jw, why ? why : "2 or 3 node names, separated by commas");
 		return;
 	}
-	clusterd__send_msg(cd, &m);
-	log_notice("control: volume-create %s: sent to the group", w[1]);
+	if (clusterd__send_msg(cd, &m) < 0) {
+		answer_err(jw, "cannot send the definition to the group (see the log)");
+		return;
+	}
+	/* Its port and name are taken until it comes back: the next
+	 * creation, maybe before that, gets another port. */
+	voldb_sent(cd->db, &m.u.voldef);
+	log_notice("control: volume-create %s: sent to the group (port %u)", w[1],
+		   m.u.voldef.port);
 	answer_ok(jw);
 }
 

@@ -26,7 +26,7 @@ void clusterd__copy_str(char *dst, size_t cap, const char *src)
 	dst[n] = '\0';
 }
 
-void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m)
+int clusterd__send_msg(struct clusterd *cd, const struct clmsg *m)
 {
 	uint8_t buf[CLMSG_MAX_LEN + 64];
 	ssize_t n = clmsg_encode(m, buf, sizeof(buf));
@@ -35,11 +35,12 @@ void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m)
 	if (n < 0) {
 		log_err("cluster: cannot encode %s: %s", clmsg_type_name(m->type),
 			strerror((int)-n));
-		return;
+		return (int)n;
 	}
 	r = cluster_send(cd->cl, buf, (size_t)n);
 	if (r < 0)
 		log_warn_errno(-r, "cluster: cannot send %s", clmsg_type_name(m->type));
+	return r < 0 ? r : 0;
 }
 
 static void send_announce(struct clusterd *cd)

@@ -13,8 +13,8 @@ struct repl_volume;
 /* Copies src into dst (cap bytes), truncated, NUL-terminated: names are
  * validated to fit before they get here; this only bounds. */
 void clusterd__copy_str(char *dst, size_t cap, const char *src);
-/* Multicasts m to the group (logged if it cannot). */
-void clusterd__send_msg(struct clusterd *cd, const struct clmsg *m);
+/* Multicasts m to the group: 0, or -errno (logged). */
+int clusterd__send_msg(struct clusterd *cd, const struct clmsg *m);
 /* This node's role of vol (Primary, handed over, Secondary). */
 void clusterd__send_role(struct clusterd *cd, struct repl_volume *vol);
 /* One of this node's outdate records: done when it comes back. */

@@ -22,11 +22,19 @@
 #define TMP_SUFFIX ".tmp"
 #define PATH_NAME_MAX (CLMSG_NAME_MAX + 16)	/* ".NAME.vol.tmp" and NUL */
 
+/* A creation this node sent that has not come back through the group. */
+struct voldb_sent {
+	char name[CLMSG_NAME_MAX];
+	uint16_t port;
+};
+
 struct voldb {
 	char *dir;		/* NULL: memory only */
 	int dirfd;
 	struct voldef *v;	/* sorted by name */
 	size_t n, cap;
+	struct voldb_sent sent[VOLDB_SENT_MAX];
+	size_t n_sent;
 };
 
 int voldb_new(const char *dir, struct voldb **out)
@@ -184,8 +192,20 @@ static int decide(const struct voldb *db, const struct voldef *in, size_t *slot,
 	return c > 0 ? VOLDB_UPDATED : c == 0 ? VOLDB_SAME : VOLDB_OLDER;
 }
 
+/* A definition of that name came back (or came from elsewhere): a
+ * creation of it that this node sent is settled, whichever won. */
+static void came_back(struct voldb *db, const char *name)
+{
+	for (size_t i = 0; i < db->n_sent; i++)
+		if (strcmp(db->sent[i].name, name) == 0) {
+			db->sent[i] = db->sent[--db->n_sent];
+			return;
+		}
+}
+
 static int apply(struct voldb *db, int r, size_t slot, const struct voldef *in)
 {
+	came_back(db, in->name);
 	if (r == VOLDB_NEW) {
 		int err = insert_at(db, slot, in);
 		if (err < 0)
@@ -202,6 +222,8 @@ int voldb_merge(struct voldb *db, const struct voldef *in)
 	bool found;
 	int r = decide(db, in, &slot, &found);
 
+	if (r == VOLDB_SAME || r == VOLDB_OLDER)
+		came_back(db, in->name);
 	return r < 0 ? r : apply(db, r, slot, in);
 }
 
@@ -401,12 +423,17 @@ int voldb_accept(struct voldb *db, const struct voldef *in)
 	bool found;
 	int r = decide(db, in, &slot, &found);
 
-	if (r != VOLDB_NEW && r != VOLDB_UPDATED)
+	if (r != VOLDB_NEW && r != VOLDB_UPDATED) {
+		if (r >= 0)
+			came_back(db, in->name);
 		return r;
+	}
 	if (db->dirfd >= 0) {
 		int err = write_file(db, in);
-		if (err < 0)
+		if (err < 0) {
+			came_back(db, in->name);
 			return err;
+		}
 	}
 	return apply(db, r, slot, in);
 }
@@ -478,7 +505,32 @@ static bool port_used(const struct voldb *db, uint16_t port)
 	for (size_t i = 0; i < db->n; i++)
 		if (!db->v[i].deleted && db->v[i].port == port)
 			return true;
+	for (size_t i = 0; i < db->n_sent; i++)
+		if (db->sent[i].port == port)
+			return true;
 	return false;
+}
+
+static bool being_created(const struct voldb *db, const char *name)
+{
+	for (size_t i = 0; i < db->n_sent; i++)
+		if (strcmp(db->sent[i].name, name) == 0)
+			return true;
+	return false;
+}
+
+int voldb_sent(struct voldb *db, const struct voldef *v)
+{
+	if (db->n_sent == VOLDB_SENT_MAX || being_created(db, v->name))
+		return -EBUSY;
+	strcpy(db->sent[db->n_sent].name, v->name);
+	db->sent[db->n_sent++].port = v->port;
+	return 0;
+}
+
+void voldb_sent_forget(struct voldb *db)
+{
+	db->n_sent = 0;
 }
 
 static int pick_port(const struct voldb *db, uint16_t base, uint16_t *out)
@@ -524,6 +576,11 @@ int voldb_create(const struct voldb *db, const char *name, uint64_t size,
 	old = voldb_find(db, name);
 	if (old && !old->deleted)
 		return fail(why, "a volume of that name exists", -EEXIST);
+	if (being_created(db, name))
+		return fail(why, "a volume of that name is being created", -EEXIST);
+	if (db->n_sent == VOLDB_SENT_MAX)
+		return fail(why, "too many volumes are being created at once: try again",
+			    -EBUSY);
 	if (old)
 		v.version = old->version + 1;
 	if (pick_port(db, base_port, &v.port) < 0)

@@ -24,6 +24,7 @@
 #include "clmsg.h"
 
 #define VOLDB_FILE_MAX 4096	/* a .vol file longer than this is garbage */
+#define VOLDB_SENT_MAX 64	/* creations sent and not back, at most */
 
 struct voldb;
 
@@ -72,15 +73,24 @@ const struct voldef *voldb_at(const struct voldb *db, size_t i);
 
 /* Builds (does not store) version 1 of a new volume, or the version after
  * its tombstone: this node as origin, a fresh random UUID, and the lowest
- * port >= base_port that no live definition uses.  It takes effect when
- * merged, normally as it comes back through the group; a node should not
- * create a second volume before its first one came back, or both get the
- * same port.  0, or -EINVAL (bad name, size or nodes), -EEXIST (a live
- * volume of that name), -ENOSPC (no free port), or random_bytes' -errno;
- * on -EINVAL/-EEXIST/-ENOSPC *why says why, for people. */
+ * port >= base_port that no live definition uses, nor a creation this node
+ * sent that has not come back (voldb_sent).  It takes effect when merged,
+ * normally as it comes back through the group.  0, or -EINVAL (bad name,
+ * size or nodes), -EEXIST (a live volume of that name, or one being
+ * created), -ENOSPC (no free port), -EBUSY (VOLDB_SENT_MAX creations not
+ * back yet), or random_bytes' -errno; on all but the last *why says why,
+ * for people. */
 int voldb_create(const struct voldb *db, const char *name, uint64_t size,
 		 const char *const *nodes, size_t n_nodes, uint32_t local_nodeid,
 		 uint16_t base_port, struct voldef *out, const char **why);
+/* v, made by voldb_create, was sent to the group: until a definition of
+ * its name is merged or accepted (whichever wins), its name and port are
+ * taken, so that creations made back to back (before the first comes
+ * back) get different ports.  0, or -EBUSY (full, or that name already).
+ * voldb_sent_forget(): none is awaited any more (the link to the group
+ * went: what was sent may never come back). */
+int voldb_sent(struct voldb *db, const struct voldef *v);
+void voldb_sent_forget(struct voldb *db);
 /* Builds (does not store) the tombstone of a live volume: the next version,
  * this node as origin.  0, -ENOENT (no live volume of that name) or
  * -EOVERFLOW (version exhausted). */

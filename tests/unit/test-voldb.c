@@ -260,6 +260,51 @@ static void test_resize_make(void)
 	voldb_free(db);
 }
 
+/* Creations sent back to back, before the first comes back through the
+ * group: each gets its own port, a name cannot be made twice, and what
+ * comes back (whichever definition wins) frees its entry. */
+static void test_sent(void)
+{
+	static const char *const two[] = { "n1", "n2" };
+	struct voldb *db;
+	struct voldef a, b, c, t, other;
+	const char *why = NULL;
+	char name[16];
+
+	CHECK(voldb_new(NULL, &db) == 0);
+	CHECK(voldb_create(db, "a", 512, two, 2, 5, 7789, &a, &why) == 0 && a.port == 7789);
+	CHECK(voldb_sent(db, &a) == 0);
+	CHECK(voldb_sent(db, &a) == -EBUSY);
+	CHECK(voldb_create(db, "b", 512, two, 2, 5, 7789, &b, &why) == 0 && b.port == 7790);
+	CHECK(voldb_sent(db, &b) == 0);
+	why = NULL;
+	CHECK(voldb_create(db, "a", 512, two, 2, 5, 7789, &t, &why) == -EEXIST && why);
+	/* b comes back first; a's port stays taken until a does. */
+	CHECK(voldb_accept(db, &b) == VOLDB_NEW);
+	CHECK(voldb_create(db, "c", 512, two, 2, 5, 7789, &c, &why) == 0 && c.port == 7791);
+	CHECK(voldb_sent(db, &c) == 0);
+	/* Another node's "a" won: ours is settled all the same (its port
+	 * is the winner's now). */
+	other = a;
+	other.origin = 9;
+	other.port = 7795;
+	CHECK(voldb_accept(db, &other) == VOLDB_NEW);
+	CHECK(voldb_accept(db, &a) == VOLDB_OLDER);
+	CHECK(voldb_create(db, "d", 512, two, 2, 5, 7789, &t, &why) == 0 && t.port == 7789);
+	/* c never comes back (the link to the group went). */
+	voldb_sent_forget(db);
+	CHECK(voldb_create(db, "c", 512, two, 2, 5, 7789, &t, &why) == 0 && t.port == 7789);
+	/* At most VOLDB_SENT_MAX awaited at once. */
+	for (unsigned i = 0; i < VOLDB_SENT_MAX; i++) {
+		snprintf(name, sizeof(name), "m%u", i);
+		CHECK(voldb_create(db, name, 512, two, 2, 5, 7789, &t, &why) == 0);
+		CHECK(voldb_sent(db, &t) == 0);
+	}
+	why = NULL;
+	CHECK(voldb_create(db, "z", 512, two, 2, 5, 7789, &t, &why) == -EBUSY && why);
+	voldb_free(db);
+}
+
 /* ---- create and delete --------------------------------------------------- */
 
 static void test_create_delete(void)
@@ -520,6 +565,7 @@ int main(void)
 	test_resize_convergence();
 	test_resize_make();
 	test_create_delete();
+	test_sent();
 	test_format_parse();
 	test_persistence();
 	return unit_done("test-voldb");
