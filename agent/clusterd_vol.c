@@ -139,8 +139,13 @@ void clusterd__apply_def(struct clusterd *cd, const struct voldef *d)
 		return;
 	}
 	if (voldb_port_conflict(cd->db, d)) {
-		log_err("cluster: volume %s wants port %u, which an earlier volume uses: "
-			"delete and create it again", d->name, d->port);
+		/* Two volumes created at once on two nodes; every node
+		 * refuses the same one.  Said by status too (critical). */
+		char why[160];
+		snprintf(why, sizeof(why), "its replication port %u is another volume's "
+			 "(both created at once): delete it and create it again", d->port);
+		log_err("cluster: volume %s is not served: %s", d->name, why);
+		volfail_set(cd->failed, d->name, why);
 		return;
 	}
 	attach(cd, d);

@@ -6,7 +6,9 @@
 # member would.  An ANNOUNCE from n4 that says it is n1 (nodeid 1, or its
 # own nodeid with n1's name) is dropped with a log line: n1's replication
 # address stays.  A ROLE from n4 that says n1 is Primary is dropped: nobody
-# records n1 as Primary.  A message of protocol version 2 is logged once
+# records n1 as Primary.  A volume defined by n4 on vol0's port (as if
+# created at the same moment) is refused on n1 and n2, and their status
+# says so (critical) until it is deleted.  A message of protocol version 2 is logged once
 # (not per message) and every node says in status that the cluster is
 # mixed (--json "mixed", other_protocols; text "MIXED"; exit 1,
 # degraded); a promotion is refused while it lasts; when n4's sender
@@ -91,6 +93,31 @@ for i in 1 2 3; do
 done
 release role
 log "forged ROLE dropped"
+
+# ---- a volume on a port another volume has ------------------------------------------
+# As if n4 created zz0 at the moment n1 created vol0 (both nodes pick the
+# lowest free port): every node refuses the one whose name sorts later, and
+# its nodes' status says so (critical, with the reason) until it is deleted.
+port=$(rc_cli 1 volume list --json | "$PYTHON" -c '
+import json, sys
+print([v["port"] for v in json.load(sys.stdin)["volumes"] if v["name"] == "vol0"][0])')
+forge_bg port voldef zz0 "$port" n1,n2
+release port
+for i in 1 2; do
+	rc_wait "$i" 10 'v.get("failed") is True and "port" in v.get("reason", "")' zz0 ||
+		problem "n$i's status does not say zz0 failed for its port: $(rc_cli "$i" status --json)"
+	st=0
+	rc_cli "$i" status >"$TESTDIR/status.$i" 2>&1 || st=$?
+	[ "$st" = 2 ] && grep -q "^CRITICAL: zz0: failed" "$TESTDIR/status.$i" ||
+		problem "status on n$i with zz0 refused: exit $st: $(cat "$TESTDIR/status.$i")"
+done
+cat "$TESTDIR/status.1"
+rc_cli 1 volume delete zz0 || problem "volume delete zz0 failed"
+for i in 1 2; do
+	rc_wait "$i" 10 '"zz0" not in vols' zz0 || problem "n$i still lists zz0 after its deletion"
+done
+rc_wait_all 30 "$RC_SYNCED" vol0 1 2 || problem "vol0 not in sync after zz0"
+log "a volume on vol0's port ($port): refused and shown failed on n1 and n2, deleted"
 
 # ---- another protocol version -------------------------------------------------------
 rc_wait_all 30 's["cluster"]["synced"]' vol0 1 2 3 || fail "no state exchange after the forgeries"
