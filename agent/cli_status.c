@@ -165,7 +165,7 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 {
 	const struct json_value *peers = json_get(v, "peers");
 	const char *meta = json_get_str(v, "meta_error");
-	uint64_t clients = 0, damaged = 0;
+	uint64_t clients = 0, damaged = 0, peer_reads = 0;
 	char line[1024], part[128], text[512];
 
 	if (json_get_bool(v, "failed")) {
@@ -198,6 +198,11 @@ static void print_volume(const struct json_value *v, const struct widths *w)
 		cli_append(line, sizeof(line), "  partial: only where its own writes failed "
 			   "(promotable if no UpToDate replica is)");
 	put_line(line);
+	if (json_get_u64(v, "reads_from_peer", &peer_reads) == 0 && peer_reads) {
+		snprintf(line, sizeof(line), "  disk failing: %" PRIu64 " read(s) it failed "
+			 "were read from a peer", peer_reads);
+		put_line(line);
+	}
 	if (meta && *meta) {
 		snprintf(line, sizeof(line), "  writes fail: %s", cli_clean(meta, text, sizeof(text)));
 		put_line(line);

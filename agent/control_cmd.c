@@ -124,6 +124,8 @@ void control_put_volume(struct json_writer *w, const struct repl_volume *vol)
 	json_kv_str(w, "window", st.window);
 	if (st.bitmap_damaged_pages)
 		json_kv_u64(w, "bitmap_damaged_pages", st.bitmap_damaged_pages);
+	if (st.reads_from_peer)
+		json_kv_u64(w, "reads_from_peer", st.reads_from_peer);
 	if (st.crashed_primary)
 		json_kv_bool(w, "crashed_primary", true);
 	if (st.power_lost)

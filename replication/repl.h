@@ -215,6 +215,9 @@ struct repl_volume_status {
 	uint64_t verify_listed[64];	/* offsets of the first differing regions */
 	uint64_t verify_unreadable;	/* regions not compared: reads here failed */
 	char verify_read_error[64];	/* "" or the last such failure */
+	/* client reads this disk failed that a peer answered (pread.c), since
+	 * the volume was opened: the disk is failing */
+	uint64_t reads_from_peer;
 	/* the tuning in force (repl_volume_set_tuning) */
 	uint64_t resync_rate_max;	/* bytes/s, 0: no limit */
 	unsigned outdate_timeout_ms;

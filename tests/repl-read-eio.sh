@@ -6,7 +6,7 @@
 #    read error), a read larger than one replication frame (4 MiB) too,
 #    and a write made while a's reads fail reads back.  On 2d58d53 the
 #    client got EIO for each.  a stays an UpToDate Primary, and its
-#    /metrics count the reads its peer answered.
+#    /metrics and status count the reads its peer answered.
 # 2. With b gone no replica can answer: the client gets the error.
 # 3. a's disk reads again: the reads work on a alone.
 # shellcheck source=tests/functions.sh
@@ -41,6 +41,11 @@ log "a's reads answered by b: $n"
 [ "$n" -ge 4 ] || fail "a counts $n reads answered by its peer, expected 4 or more"
 wait_status a 10 'v["disk"] == "UpToDate" and v["role"] == "Primary" and p["b"]["link"] == "Connected"' ||
 	fail "a is not an UpToDate Primary connected to b after reading from b"
+wait_status a 1 "v.get(\"reads_from_peer\") == $n" ||
+	fail "a's status --json does not count the $n reads b answered"
+ra_cli a status >"$TESTDIR/status.txt" 2>&1
+grep -q "disk failing: $n read(s) it failed were read from a peer" "$TESTDIR/status.txt" ||
+	fail "a's status does not say its disk fails reads: $(cat "$TESTDIR/status.txt")"
 
 # 2. b stops: nobody holds the data but a, which cannot read it.
 stop_node b
