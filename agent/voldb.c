@@ -203,6 +203,8 @@ static void came_back(struct voldb *db, const char *name)
 		}
 }
 
+/* The decision carried out (any of enum voldb_merge); a creation of that
+ * name this node sent is settled either way. */
 static int apply(struct voldb *db, int r, size_t slot, const struct voldef *in)
 {
 	came_back(db, in->name);
@@ -222,8 +224,6 @@ int voldb_merge(struct voldb *db, const struct voldef *in)
 	bool found;
 	int r = decide(db, in, &slot, &found);
 
-	if (r == VOLDB_SAME || r == VOLDB_OLDER)
-		came_back(db, in->name);
 	return r < 0 ? r : apply(db, r, slot, in);
 }
 
@@ -423,11 +423,8 @@ int voldb_accept(struct voldb *db, const struct voldef *in)
 	bool found;
 	int r = decide(db, in, &slot, &found);
 
-	if (r != VOLDB_NEW && r != VOLDB_UPDATED) {
-		if (r >= 0)
-			came_back(db, in->name);
-		return r;
-	}
+	if (r != VOLDB_NEW && r != VOLDB_UPDATED)
+		return r < 0 ? r : apply(db, r, slot, in);
 	if (db->dirfd >= 0) {
 		int err = write_file(db, in);
 		if (err < 0) {
