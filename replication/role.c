@@ -9,7 +9,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -123,8 +122,7 @@ void repl_volume_status(const struct repl_volume *vol, struct repl_volume_status
 		st->after_sb[i] = sb_policy_name((enum sb_policy)vol->after_sb[i]);
 	repl__resize_status(vol, st);
 	st->bitmap_damaged_pages = meta_bad_pages(vol->meta);
-	st->reads_from_peer = atomic_load_explicit(&vol->stats.peer_reads,
-						   memory_order_relaxed);
+	st->reads_from_peer = repl__stats_get(&vol->stats.peer_reads);
 	st->crashed_primary = meta_get(vol->meta)->flags & META_F_PRIMARY_CRASHED;
 	st->power_lost = meta_get(vol->meta)->flags & META_F_POWER_LOST;
 	st->partial = partial_promotable(vol);

@@ -55,19 +55,14 @@ void repl__stats_io(struct repl__vstats *s, int op, uint32_t len, uint64_t start
 	repl__hist_add(&s->latency[k], now_mono_ns() - start_ns);
 }
 
-static uint64_t load(const _Atomic uint64_t *c)
-{
-	return atomic_load_explicit(c, memory_order_relaxed);
-}
-
 static void hist_snap(const struct repl__hist *h, struct repl_hist_snap *out)
 {
 	out->count = 0;
 	for (unsigned i = 0; i <= REPL_HIST_BOUNDS; i++) {
-		out->bucket[i] = load(&h->bucket[i]);
+		out->bucket[i] = repl__stats_get(&h->bucket[i]);
 		out->count += out->bucket[i];
 	}
-	out->sum_ns = load(&h->sum_ns);
+	out->sum_ns = repl__stats_get(&h->sum_ns);
 }
 
 void repl_volume_stats(const struct repl_volume *vol, struct repl_volume_stats *out)
@@ -76,14 +71,14 @@ void repl_volume_stats(const struct repl_volume *vol, struct repl_volume_stats *
 
 	memset(out, 0, sizeof(*out));
 	for (unsigned k = 0; k < REPL_STAT_OPS; k++) {
-		out->requests[k] = load(&s->requests[k]);
-		out->errors[k] = load(&s->errors[k]);
-		out->bytes[k] = load(&s->bytes[k]);
+		out->requests[k] = repl__stats_get(&s->requests[k]);
+		out->errors[k] = repl__stats_get(&s->errors[k]);
+		out->bytes[k] = repl__stats_get(&s->bytes[k]);
 		hist_snap(&s->latency[k], &out->latency[k]);
 	}
-	out->al_transactions = load(&s->al_transactions);
-	out->bitmap_writes = load(&s->bitmap_writes);
-	out->peer_reads = load(&s->peer_reads);
+	out->al_transactions = repl__stats_get(&s->al_transactions);
+	out->bitmap_writes = repl__stats_get(&s->bitmap_writes);
+	out->peer_reads = repl__stats_get(&s->peer_reads);
 	out->quorate = vol->quorate;
 	out->n_peers = vol->n_peers;
 	for (unsigned i = 0; i < vol->n_peers; i++) {

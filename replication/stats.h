@@ -37,5 +37,10 @@ static inline void repl__stats_inc(_Atomic uint64_t *c)
 {
 	atomic_fetch_add_explicit(c, 1, memory_order_relaxed);
 }
+/* Any thread: a counter's value now (relaxed, as above). */
+static inline uint64_t repl__stats_get(const _Atomic uint64_t *c)
+{
+	return atomic_load_explicit(c, memory_order_relaxed);
+}
 
 #endif
