@@ -8,9 +8,9 @@
 # address stays.  A ROLE from n4 that says n1 is Primary is dropped: nobody
 # records n1 as Primary.  A volume defined by n4 on vol0's port (as if
 # created at the same moment) is refused on n1 and n2, and their status
-# says so (critical) until it is deleted.  A message of protocol version 2 is logged once
-# (not per message) and every node says in status that the cluster is
-# mixed (--json "mixed", other_protocols; text "MIXED"; exit 1,
+# says so (critical) until it is deleted.  A message of protocol version 2
+# is logged once (not per message) and every node says in status that the
+# cluster is mixed (--json "mixed", other_protocols; text "MIXED"; exit 1,
 # degraded); a promotion is refused while it lasts; when n4's sender
 # leaves, all is healthy again and the promotion goes.  Skipped (77)
 # without root, network namespaces or corosync.

@@ -78,8 +78,8 @@ done
 # Six "volume create" at once on n1, each answered before the group brings
 # its definition back: each gets its own port, none is refused on delivery,
 # all are attached and connect.  (A script creating volumes in a loop does
-# the same; two of 50 volumes got one port and one of them was never
-# attached, in CI's cluster-replagent-many.sh.)
+# the same: likely why CI's cluster-replagent-many.sh once found two
+# volumes never attached on n1.)
 pids=()
 for k in 1 2 3 4 5 6; do
 	rc_cli 1 volume create "burst$k" --size 16M --nodes n1,n2 >/dev/null &

@@ -104,8 +104,8 @@ static int build(int argc, char **argv)
 		m.u.voldef.origin = 4;
 		memset(m.u.voldef.uuid, 0x5a, sizeof(m.u.voldef.uuid));
 		copy(nodes, sizeof(nodes), argv[3]);
-		for (char *t = strtok_r(nodes, ",", &save); t && m.u.voldef.n_nodes < CLMSG_NODES_MAX;
-		     t = strtok_r(NULL, ",", &save))
+		for (char *t = strtok_r(nodes, ",", &save);
+		     t && m.u.voldef.n_nodes < CLMSG_NODES_MAX; t = strtok_r(NULL, ",", &save))
 			copy(m.u.voldef.nodes[m.u.voldef.n_nodes++], CLMSG_NAME_MAX, t);
 	} else {
 		return -1;
