@@ -68,6 +68,8 @@ static void on_announce(struct clusterd *cd, const struct clmsg_announce *a)
 
 static void on_voldef(struct clusterd *cd, const struct voldef *d)
 {
+	const struct voldef *before = voldb_find(cd->db, d->name);
+	uint16_t was_port = before && !before->deleted ? before->port : 0;
 	int r = voldb_accept(cd->db, d);
 
 	if (r < 0) {
@@ -79,7 +81,7 @@ static void on_voldef(struct clusterd *cd, const struct voldef *d)
 			   d->deleted ? "deleted" : "defined", d->version);
 		if (d->deleted && outdates_remove(&cd->records, d->name, NULL))
 			clusterd__save_pending(cd);
-		clusterd__apply_def(cd, voldb_find(cd->db, d->name));
+		clusterd__apply_def(cd, voldb_find(cd->db, d->name), was_port);
 	}
 }
 
@@ -540,7 +542,7 @@ static int learn_identity(struct clusterd *cd)
 static void attach_known(struct clusterd *cd)
 {
 	for (size_t i = 0; i < voldb_count(cd->db); i++)
-		clusterd__apply_def(cd, voldb_at(cd->db, i));
+		clusterd__apply_def(cd, voldb_at(cd->db, i), 0);
 }
 
 static void connection(void *arg, bool up)

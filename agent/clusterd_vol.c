@@ -6,6 +6,7 @@
  * clusterd.c's. */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -15,6 +16,7 @@
 #include "cfg.h"
 #include "clusterd_int.h"
 #include "clusterd_nodes.h"
+#include "clusterd_send.h"
 #include "clusterd_vol.h"
 #include "log.h"
 #include "repl.h"
@@ -120,10 +122,102 @@ static void grow_to_def(struct repl_volume *vol, const struct voldef *d)
 			d->size, why);
 }
 
-void clusterd__apply_def(struct clusterd *cd, const struct voldef *d)
+/* ---- ports ---------------------------------------------------------------
+
+ * Two volumes created at the same moment on two nodes can get one port
+ * (each node picks the lowest free in its view).  Every node gives it to
+ * the same one (voldb_port_owner: the name that sorts first), whatever
+ * order the definitions came in; the other is not served on it, and the
+ * node that made it (its origin) sends it again on a free port, a new
+ * version, so that the creation the CLI said ok to happens after all.
+ * Both are milliseconds old when this happens. */
+
+/* d lost its port: if this node made it, it goes to another. */
+static void move_off(struct clusterd *cd, const struct voldef *d)
+{
+	struct clmsg m = { .type = CLMSG_VOLDEF };
+	int r;
+
+	if (d->origin != cd->nodeid)
+		return;
+	r = voldb_move(cd->db, d->name, cd->nodeid, BASE_PORT, &m.u.voldef);
+	if (r == -EBUSY)
+		return;			/* a move of it is on its way */
+	if (r < 0) {
+		log_err_errno(-r, "cluster: volume %s cannot be moved off port %u",
+			      d->name, d->port);
+		return;
+	}
+	if (clusterd__send_msg(cd, &m) < 0)
+		return;
+	voldb_sent(cd->db, &m.u.voldef);
+	log_notice("cluster: volume %s: port %u is volume %s's (both created at once): "
+		   "sent version %" PRIu64 " on port %u", d->name, d->port,
+		   voldb_port_owner(cd->db, d->port)->name, m.u.voldef.version,
+		   m.u.voldef.port);
+}
+
+/* d is not served here on its port: a replica attached on it (the
+ * definitions came the other way round) is removed, and status says why
+ * until it is moved. */
+static void refuse(struct clusterd *cd, const struct voldef *d)
+{
+	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
+	char why[320];
+
+	if (!clusterd__def_has_node(d, cd->cfg->node))
+		return;
+	if (vol && repl_volume_remove(vol) < 0) {
+		log_err("cluster: volume %s is Primary or in use here on port %u, which is "
+			"volume %s's: that one cannot be served here", d->name, d->port,
+			voldb_port_owner(cd->db, d->port)->name);
+		return;
+	}
+	snprintf(why, sizeof(why), "its replication port %u is volume %s's (both created "
+		 "at once): the node that created it moves it to another port; if it does "
+		 "not, delete it and create it again", d->port,
+		 voldb_port_owner(cd->db, d->port)->name);
+	log_warn("cluster: volume %s is not served: %s", d->name, why);
+	volfail_set(cd->failed, d->name, why);
+}
+
+/* d owns its port: the others on it are refused and moved.  Or it does
+ * not: it is.  False if d must not use its port. */
+static bool settle_port(struct clusterd *cd, const struct voldef *d)
+{
+	const struct voldef *owner = voldb_port_owner(cd->db, d->port);
+
+	if (owner && strcmp(owner->name, d->name) != 0) {
+		refuse(cd, d);
+		move_off(cd, d);
+		return false;
+	}
+	for (size_t i = 0; i < voldb_count(cd->db); i++) {
+		const struct voldef *o = voldb_at(cd->db, i);
+		if (o->deleted || o->port != d->port || strcmp(o->name, d->name) == 0)
+			continue;
+		refuse(cd, o);
+		move_off(cd, o);
+	}
+	return true;
+}
+
+/* port is free of the volume that had it (deleted, moved, or no longer
+ * here): the one that owns it now, refused before, is attached. */
+static void port_freed(struct clusterd *cd, uint16_t port)
+{
+	const struct voldef *o = voldb_port_owner(cd->db, port);
+
+	if (o && !repl_volume_find(cd->eng, o->name) &&
+	    clusterd__def_has_node(o, cd->cfg->node))
+		clusterd__apply_def(cd, o, 0);
+}
+
+void clusterd__apply_def(struct clusterd *cd, const struct voldef *d, uint16_t was_port)
 {
 	struct repl_volume *vol = repl_volume_find(cd->eng, d->name);
 	bool mine = clusterd__def_has_node(d, cd->cfg->node);
+	bool moved = was_port && was_port != d->port;
 
 	if (d->deleted || !mine) {
 		volfail_clear(cd->failed, d->name);
@@ -132,23 +226,26 @@ void clusterd__apply_def(struct clusterd *cd, const struct voldef *d)
 				 "it goes when demoted and unused", d->name);
 		else if (d->deleted)
 			set_aside(cd, d->name);	/* also if we were down at the delete */
-		return;
-	}
-	if (vol) {
+		if (!d->deleted)
+			settle_port(cd, d);
+	} else if (!settle_port(cd, d)) {
+		;			/* refused, until it moves */
+	} else if (vol && moved) {
+		/* Moved to another port (it had lost the old one where this
+		 * node did not see it lose): served on the new one. */
+		if (repl_volume_remove(vol) < 0)
+			log_err("cluster: volume %s moved to port %u but is Primary or in use "
+				"here: it stays on port %u until it is demoted and unused "
+				"and this node restarts", d->name, d->port, was_port);
+		else
+			attach(cd, d);
+	} else if (vol) {
 		grow_to_def(vol, d);
-		return;
+	} else {
+		attach(cd, d);
 	}
-	if (voldb_port_conflict(cd->db, d)) {
-		/* Two volumes created at once on two nodes; every node
-		 * refuses the same one.  Said by status too (critical). */
-		char why[160];
-		snprintf(why, sizeof(why), "its replication port %u is another volume's "
-			 "(both created at once): delete it and create it again", d->port);
-		log_err("cluster: volume %s is not served: %s", d->name, why);
-		volfail_set(cd->failed, d->name, why);
-		return;
-	}
-	attach(cd, d);
+	if (was_port && (d->deleted || moved || !mine))
+		port_freed(cd, was_port);
 }
 
 void clusterd__apply_addresses(struct clusterd *cd, const struct known_node *kn)

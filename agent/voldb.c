@@ -22,10 +22,12 @@
 #define TMP_SUFFIX ".tmp"
 #define PATH_NAME_MAX (CLMSG_NAME_MAX + 16)	/* ".NAME.vol.tmp" and NUL */
 
-/* A creation this node sent that has not come back through the group. */
+/* A creation (or a move, voldb_move) this node sent that has not come
+ * back through the group. */
 struct voldb_sent {
 	char name[CLMSG_NAME_MAX];
 	uint16_t port;
+	uint64_t version;
 };
 
 struct voldb {
@@ -192,12 +194,15 @@ static int decide(const struct voldb *db, const struct voldef *in, size_t *slot,
 	return c > 0 ? VOLDB_UPDATED : c == 0 ? VOLDB_SAME : VOLDB_OLDER;
 }
 
-/* A definition of that name came back (or came from elsewhere): a
- * creation of it that this node sent is settled, whichever won. */
-static void came_back(struct voldb *db, const char *name)
+/* A definition of that name came back (or came from elsewhere), at the
+ * version this node sent or a later one: what it sent is settled, whichever
+ * won.  An older one (a member's copy sent when the group changed) is not
+ * the answer. */
+static void came_back(struct voldb *db, const struct voldef *in)
 {
 	for (size_t i = 0; i < db->n_sent; i++)
-		if (strcmp(db->sent[i].name, name) == 0) {
+		if (strcmp(db->sent[i].name, in->name) == 0 &&
+		    in->version >= db->sent[i].version) {
 			db->sent[i] = db->sent[--db->n_sent];
 			return;
 		}
@@ -207,7 +212,7 @@ static void came_back(struct voldb *db, const char *name)
  * name this node sent is settled either way. */
 static int apply(struct voldb *db, int r, size_t slot, const struct voldef *in)
 {
-	came_back(db, in->name);
+	came_back(db, in);
 	if (r == VOLDB_NEW) {
 		int err = insert_at(db, slot, in);
 		if (err < 0)
@@ -428,7 +433,7 @@ int voldb_accept(struct voldb *db, const struct voldef *in)
 	if (db->dirfd >= 0) {
 		int err = write_file(db, in);
 		if (err < 0) {
-			came_back(db, in->name);
+			came_back(db, in);
 			return err;
 		}
 	}
@@ -521,6 +526,7 @@ int voldb_sent(struct voldb *db, const struct voldef *v)
 	if (db->n_sent == VOLDB_SENT_MAX || being_created(db, v->name))
 		return -EBUSY;
 	strcpy(db->sent[db->n_sent].name, v->name);
+	db->sent[db->n_sent].version = v->version;
 	db->sent[db->n_sent++].port = v->port;
 	return 0;
 }
@@ -605,14 +611,40 @@ int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid
 	return 0;
 }
 
+const struct voldef *voldb_port_owner(const struct voldb *db, uint16_t port)
+{
+	for (size_t i = 0; i < db->n; i++)	/* in name order: the first */
+		if (!db->v[i].deleted && db->v[i].port == port)
+			return &db->v[i];
+	return NULL;
+}
+
 bool voldb_port_conflict(const struct voldb *db, const struct voldef *v)
 {
-	for (size_t i = 0; i < db->n; i++) {
-		const struct voldef *o = &db->v[i];
-		if (!o->deleted && o->port == v->port && strcmp(o->name, v->name) < 0)
-			return true;
-	}
-	return false;
+	const struct voldef *o = voldb_port_owner(db, v->port);
+
+	return o && strcmp(o->name, v->name) < 0;
+}
+
+int voldb_move(const struct voldb *db, const char *name, uint32_t local_nodeid,
+	       uint16_t base_port, struct voldef *out)
+{
+	const struct voldef *old = voldb_find(db, name);
+	struct voldef v;
+
+	if (!old || old->deleted)
+		return -ENOENT;
+	if (being_created(db, name) || db->n_sent == VOLDB_SENT_MAX)
+		return -EBUSY;
+	if (old->version == UINT64_MAX)
+		return -EOVERFLOW;
+	v = *old;
+	v.version++;
+	v.origin = local_nodeid;
+	if (pick_port(db, base_port, &v.port) < 0)
+		return -ENOSPC;
+	*out = v;
+	return 0;
 }
 
 int voldb_resize(const struct voldb *db, const char *name, uint64_t size,

@@ -83,10 +83,11 @@ const struct voldef *voldb_at(const struct voldb *db, size_t i);
 int voldb_create(const struct voldb *db, const char *name, uint64_t size,
 		 const char *const *nodes, size_t n_nodes, uint32_t local_nodeid,
 		 uint16_t base_port, struct voldef *out, const char **why);
-/* v, made by voldb_create, was sent to the group: until a definition of
- * its name is merged or accepted (whichever wins), its name and port are
- * taken, so that creations made back to back (before the first comes
- * back) get different ports.  0, or -EBUSY (full, or that name already).
+/* v, made by voldb_create or voldb_move, was sent to the group: until a
+ * definition of its name at its version or later is merged or accepted
+ * (whichever wins), its name and port are taken, so that creations made
+ * back to back (before the first comes back) get different ports.  0, or
+ * -EBUSY (full, or that name already).
  * voldb_sent_forget(): none is awaited any more (the link to the group
  * went: what was sent may never come back). */
 int voldb_sent(struct voldb *db, const struct voldef *v);
@@ -105,9 +106,22 @@ int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid
 int voldb_resize(const struct voldb *db, const char *name, uint64_t size,
 		 uint32_t local_nodeid, struct voldef *out, const char **why);
 
-/* Another live definition uses v's port and sorts before v by name: v must
- * not use it (the same answer on every node, in any arrival order). */
+/* Two live definitions with one port (two volumes created at the same
+ * moment on two nodes, each picking the lowest port free in its view): the
+ * one whose name sorts first owns the port, the same answer on every node
+ * in any arrival order.  voldb_port_owner: that one, or NULL (no live
+ * definition has the port).  voldb_port_conflict: another owns v's port,
+ * v must not use it. */
+const struct voldef *voldb_port_owner(const struct voldb *db, uint16_t port);
 bool voldb_port_conflict(const struct voldb *db, const struct voldef *v);
+/* Builds (does not store) the next version of a live volume on the lowest
+ * free port (as voldb_create picks it), this node as origin: how a volume
+ * that lost its port gets another.  Send it, then voldb_sent() it.  0, or
+ * -ENOENT (no live volume of that name), -EBUSY (a creation or move of it
+ * is awaited already, or VOLDB_SENT_MAX are), -EOVERFLOW (version
+ * exhausted), -ENOSPC (no free port). */
+int voldb_move(const struct voldb *db, const char *name, uint32_t local_nodeid,
+	       uint16_t base_port, struct voldef *out);
 
 /* The file format, pure.  voldef_format: length written (NUL excluded), or
  * -ENOBUFS.  voldef_parse: 0, or -EINVAL with "line N: ..." in err. */

@@ -8,7 +8,9 @@
 # address stays.  A ROLE from n4 that says n1 is Primary is dropped: nobody
 # records n1 as Primary.  A volume defined by n4 on vol0's port (as if
 # created at the same moment) is refused on n1 and n2, and their status
-# says so (critical) until it is deleted.  A message of protocol version 2
+# says so (critical) until it is deleted; one defined as n1's is moved to
+# a free port by n1, and one whose name sorts first takes the port of a
+# volume already served, which moves.  A message of protocol version 2
 # is logged once (not per message) and every node says in status that the
 # cluster is mixed (--json "mixed", other_protocols; text "MIXED"; exit 1,
 # degraded); a promotion is refused while it lasts; when n4's sender
@@ -55,6 +57,13 @@ log_wait() {
 	return 1
 }
 
+# port_of I VOLUME: the replication port of VOLUME in node I's volume list.
+port_of() {
+	rc_cli "$1" volume list --json | "$PYTHON" -c '
+import json, sys
+print([v["port"] for v in json.load(sys.stdin)["volumes"] if v["name"] == sys.argv[1]][0])' "$2"
+}
+
 # primary_of I: the Primary node I's "volume list" records for vol0.
 primary_of() {
 	rc_cli "$1" volume list --json | "$PYTHON" -c '
@@ -98,9 +107,7 @@ log "forged ROLE dropped"
 # As if n4 created zz0 at the moment n1 created vol0 (both nodes pick the
 # lowest free port): every node refuses the one whose name sorts later, and
 # its nodes' status says so (critical, with the reason) until it is deleted.
-port=$(rc_cli 1 volume list --json | "$PYTHON" -c '
-import json, sys
-print([v["port"] for v in json.load(sys.stdin)["volumes"] if v["name"] == "vol0"][0])')
+port=$(port_of 1 vol0)
 forge_bg port voldef zz0 "$port" n1,n2
 release port
 for i in 1 2; do
@@ -118,6 +125,46 @@ for i in 1 2; do
 done
 rc_wait_all 30 "$RC_SYNCED" vol0 1 2 || problem "vol0 not in sync after zz0"
 log "a volume on vol0's port ($port): refused and shown failed on n1 and n2, deleted"
+
+# ---- ... which the node that made it moves ------------------------------------------
+# As if n1 (origin 1) had made zy0 at the moment vol0 was made: n1 sends it
+# again on a free port, where n1 and n2 serve it.  Then zy1, made on n1 and
+# in sync, meets aa0 on its port, as if made at the same moment on n4 but
+# delivered after it: aa0 sorts first, so it gets the port everywhere, and
+# zy1 is taken off it on n1 and n2 and moved by n1, which made it.  All
+# end in sync, nothing failed.
+forge_bg mv1 voldef zy0 "$port" n1,n2 1
+release mv1
+rc_wait_all 30 "$RC_SYNCED" zy0 1 2 ||
+	problem "zy0, made by n1 on vol0's port, is not moved and in sync on n1 and n2: $(rc_status 1)"
+p0=$(port_of 1 zy0)
+[ "$p0" != "$port" ] && [ "$(port_of 2 zy0)" = "$p0" ] ||
+	problem "zy0 is on port $p0 on n1 and $(port_of 2 zy0) on n2 (vol0's is $port)"
+grep -q "volume zy0: port $port is volume vol0's .*sent version 2 on port $p0" "$(rc_log 1)" ||
+	problem "n1 did not log moving zy0 off vol0's port"
+rc_cli 1 volume create zy1 --size 16M --nodes n1,n2 || problem "volume create zy1 failed"
+rc_wait_all 30 "$RC_SYNCED" zy1 1 2 || problem "zy1 not in sync on n1 and n2"
+p1=$(port_of 1 zy1)
+forge_bg mv2 voldef aa0 "$p1" n1,n2
+release mv2
+rc_wait_all 30 "$RC_SYNCED" aa0 1 2 || problem "aa0 not attached and in sync on n1 and n2: $(rc_status 1)"
+rc_wait_all 30 "$RC_SYNCED" zy1 1 2 || problem "zy1 not moved and in sync: $(rc_status 1)"
+p2=$(port_of 1 zy1)
+[ "$(port_of 1 aa0)" = "$p1" ] && [ "$p2" != "$p1" ] && [ "$(port_of 2 zy1)" = "$p2" ] ||
+	problem "ports: aa0 $(port_of 1 aa0), zy1 $p2 on n1 and $(port_of 2 zy1) on n2 (was $p1)"
+rc_wait_all 30 "$RC_SYNCED" vol0 1 2 || problem "vol0 not in sync after the moves"
+for i in 1 2; do
+	st=0
+	rc_cli "$i" status >"$TESTDIR/status.$i" 2>&1 || st=$?
+	[ "$st" = 0 ] || problem "status on n$i after the moves: exit $st: $(cat "$TESTDIR/status.$i")"
+done
+for v in zy0 zy1 aa0; do
+	rc_cli 1 volume delete "$v" || problem "volume delete $v failed"
+	for i in 1 2; do
+		rc_wait "$i" 10 "\"$v\" not in vols" "$v" || problem "n$i still lists $v after its deletion"
+	done
+done
+log "zy0 on vol0's port moved by n1 to $p0; aa0 on zy1's port $p1 moved zy1 to $p2; all in sync"
 
 # ---- another protocol version -------------------------------------------------------
 rc_wait_all 30 's["cluster"]["synced"]' vol0 1 2 3 || fail "no state exchange after the forgeries"

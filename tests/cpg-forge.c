@@ -9,9 +9,9 @@
  *   cpg-forge [-d MS] [-w FILE] role VOLUME NODE (primary|secondary)
  *   cpg-forge [-d MS] [-w FILE] sync-done NODEID
  *   cpg-forge [-d MS] [-w FILE] version VERSION   an OUTDATE of another version
- *   cpg-forge [-d MS] [-w FILE] voldef VOLUME PORT NODE,NODE[,NODE]
- *	a volume of 16 MiB made on this node (version 1), as if it was
- *	created here at the moment another node created one on that port
+ *   cpg-forge [-d MS] [-w FILE] voldef VOLUME PORT NODE,NODE[,NODE] [ORIGIN]
+ *	a volume of 16 MiB (version 1), as if node ORIGIN (default 4: this
+ *	one) created it at the moment another node created one on that port
  *
  * With -d it sends MS milliseconds after joining (after the state exchange
  * its join started, so that nothing true overwrites the lie at once).  It
@@ -54,7 +54,7 @@ static int usage(void)
 {
 	fprintf(stderr, "usage: cpg-forge [-d MS] [-w FILE] announce NODEID NAME ADDR | role VOLUME "
 		"NODE primary|secondary | sync-done NODEID | version VERSION | voldef VOLUME PORT "
-		"NODE,NODE[,NODE]\n");
+		"NODE,NODE[,NODE] [ORIGIN]\n");
 	return EX_USAGE;
 }
 
@@ -94,15 +94,18 @@ static int build(int argc, char **argv)
 		copy(m.u.outdate.node, sizeof(m.u.outdate.node), "n1");
 		m.u.outdate.generation = 1;
 		m.u.outdate.from = 99;
-	} else if (argc == 4 && !strcmp(argv[0], "voldef")) {
+	} else if ((argc == 4 || argc == 5) && !strcmp(argv[0], "voldef")) {
 		char nodes[3 * CLMSG_NAME_MAX], *save = NULL;
 		m.type = CLMSG_VOLDEF;
 		copy(m.u.voldef.name, sizeof(m.u.voldef.name), argv[1]);
 		m.u.voldef.port = (uint16_t)strtoul(argv[2], NULL, 10);
 		m.u.voldef.size = 16u << 20;
 		m.u.voldef.version = 1;
-		m.u.voldef.origin = 4;
+		m.u.voldef.origin = argc == 5 ? (uint32_t)strtoul(argv[4], NULL, 10) : 4;
+		/* A UUID of its own per name. */
 		memset(m.u.voldef.uuid, 0x5a, sizeof(m.u.voldef.uuid));
+		memcpy(m.u.voldef.uuid, argv[1],
+		       strnlen(argv[1], sizeof(m.u.voldef.uuid)));
 		copy(nodes, sizeof(nodes), argv[3]);
 		for (char *t = strtok_r(nodes, ",", &save);
 		     t && m.u.voldef.n_nodes < CLMSG_NODES_MAX; t = strtok_r(NULL, ",", &save))

@@ -359,6 +359,26 @@ static void test_create_delete(void)
 	CHECK(!voldb_port_conflict(db, voldb_find(db, "aaa")));
 	CHECK(voldb_port_conflict(db, voldb_find(db, "vm2")));
 	CHECK(!voldb_port_conflict(db, voldb_find(db, "vm1")));
+	CHECK(strcmp(voldb_port_owner(db, 7790)->name, "aaa") == 0);
+	CHECK(strcmp(voldb_port_owner(db, 7789)->name, "vm1") == 0);
+	CHECK(voldb_port_owner(db, 7788) == NULL);
+
+	/* The loser moves: the next version, same volume, a free port. */
+	CHECK(voldb_move(db, "vm2", 7, 7789, &t) == 0);
+	CHECK(t.version == 2 && t.origin == 7 && t.port == 7791);
+	CHECK(!memcmp(t.uuid, voldb_find(db, "vm2")->uuid, 16) && t.size == 1 << 30);
+	CHECK(voldb_sent(db, &t) == 0);
+	CHECK(voldb_move(db, "vm2", 7, 7789, &v) == -EBUSY);	/* once */
+	CHECK(voldb_create(db, "vm4", 512, two, 2, 5, 7789, &v, &why) == 0);
+	CHECK(v.port == 7792);				/* 7791 is awaited */
+	/* A copy of the old version (a member's state) does not settle it. */
+	CHECK(voldb_merge(db, voldb_find(db, "vm2")) == VOLDB_SAME);
+	CHECK(voldb_move(db, "vm2", 7, 7789, &v) == -EBUSY);
+	CHECK(voldb_merge(db, &t) == VOLDB_UPDATED);
+	CHECK(!voldb_port_conflict(db, voldb_find(db, "vm2")));
+	CHECK(strcmp(voldb_port_owner(db, 7791)->name, "vm2") == 0);
+	CHECK(voldb_move(db, "nope", 7, 7789, &v) == -ENOENT);
+	CHECK(voldb_move(db, "vm2", 7, 65535, &v) == -ENOSPC);	/* x has it */
 	voldb_free(db);
 	voldb_free(NULL);
 }
