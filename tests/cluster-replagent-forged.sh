@@ -132,7 +132,8 @@ log "a volume on vol0's port ($port): refused and shown failed on n1 and n2, del
 # in sync, meets aa0 on its port, as if made at the same moment on n4 but
 # delivered after it: aa0 sorts first, so it gets the port everywhere, and
 # zy1 is taken off it on n1 and n2 and moved by n1, which made it.  All
-# end in sync, nothing failed.
+# end in sync, nothing failed.  A volume refused on a port is served once
+# the port's owner is deleted.
 forge_bg mv1 voldef zy0 "$port" n1,n2 1
 release mv1
 rc_wait_all 30 "$RC_SYNCED" zy0 1 2 ||
@@ -158,13 +159,22 @@ for i in 1 2; do
 	rc_cli "$i" status >"$TESTDIR/status.$i" 2>&1 || st=$?
 	[ "$st" = 0 ] || problem "status on n$i after the moves: exit $st: $(cat "$TESTDIR/status.$i")"
 done
+# zz9 on aa0's port, made by n4 (nobody moves it): refused until aa0 is
+# deleted, then served on that port.
+forge_bg mv3 voldef zz9 "$p1" n1,n2
+release mv3
+rc_wait 1 10 'v.get("failed") is True' zz9 || problem "zz9 on aa0's port not refused on n1"
 for v in zy0 zy1 aa0; do
 	rc_cli 1 volume delete "$v" || problem "volume delete $v failed"
 	for i in 1 2; do
 		rc_wait "$i" 10 "\"$v\" not in vols" "$v" || problem "n$i still lists $v after its deletion"
 	done
 done
-log "zy0 on vol0's port moved by n1 to $p0; aa0 on zy1's port $p1 moved zy1 to $p2; all in sync"
+rc_wait_all 30 "$RC_SYNCED" zz9 1 2 ||
+	problem "zz9 not served on n1 and n2 once aa0 freed its port: $(rc_status 1)"
+rc_cli 1 volume delete zz9 || problem "volume delete zz9 failed"
+log "zy0 on vol0's port moved by n1 to $p0; aa0 on zy1's port $p1 moved zy1 to $p2;" \
+	"zz9 refused on $p1 until aa0 was deleted; all in sync"
 
 # ---- another protocol version -------------------------------------------------------
 rc_wait_all 30 's["cluster"]["synced"]' vol0 1 2 3 || fail "no state exchange after the forgeries"
