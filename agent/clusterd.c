@@ -82,6 +82,8 @@ static void on_voldef(struct clusterd *cd, const struct voldef *d)
 		if (d->deleted && outdates_remove(&cd->records, d->name, NULL))
 			clusterd__save_pending(cd);
 		clusterd__apply_def(cd, voldb_find(cd->db, d->name), was_port);
+	} else if (r == VOLDB_SAME) {
+		clusterd__port_recheck(cd, voldb_find(cd->db, d->name));
 	}
 }
 

@@ -128,17 +128,36 @@ static void grow_to_def(struct repl_volume *vol, const struct voldef *d)
  * (each node picks the lowest free in its view).  Every node gives it to
  * the same one (voldb_port_owner: the name that sorts first), whatever
  * order the definitions came in; the other is not served on it, and the
- * node that made it (its origin) sends it again on a free port, a new
- * version, so that the creation the CLI said ok to happens after all.
+ * node that made it (its origin; moves_it()) sends it again on a free
+ * port, a new version, so that the creation the CLI said ok to happens
+ * after all.
  * Both are milliseconds old when this happens. */
 
-/* d lost its port: if this node made it, it goes to another. */
+/* Who moves a volume that lost its port: the node that made its
+ * definition, or, if that one is not in the group (it may have died just
+ * after), the member with the lowest nodeid.  Two nodes that move it at
+ * once make two versions of one number; the merge rule keeps the same one
+ * everywhere. */
+static bool moves_it(const struct clusterd *cd, const struct voldef *d)
+{
+	uint32_t lowest = UINT32_MAX;
+
+	if (clusterd__is_member(cd, d->origin))
+		return d->origin == cd->nodeid;
+	for (size_t i = 0; i < cd->n_members; i++)
+		if (cd->members[i] < lowest)
+			lowest = cd->members[i];
+	return lowest == cd->nodeid;
+}
+
+/* d lost its port: if this node is the one to move it, it goes to
+ * another. */
 static void move_off(struct clusterd *cd, const struct voldef *d)
 {
 	struct clmsg m = { .type = CLMSG_VOLDEF };
 	int r;
 
-	if (d->origin != cd->nodeid)
+	if (!moves_it(cd, d))
 		return;
 	r = voldb_move(cd->db, d->name, cd->nodeid, BASE_PORT, &m.u.voldef);
 	if (r == -EBUSY)
@@ -174,8 +193,7 @@ static void refuse(struct clusterd *cd, const struct voldef *d)
 		return;
 	}
 	snprintf(why, sizeof(why), "its replication port %u is volume %s's (both created "
-		 "at once): the node that created it moves it to another port; if it does "
-		 "not, delete it and create it again", d->port,
+		 "at once): it is being moved to another port", d->port,
 		 voldb_port_owner(cd->db, d->port)->name);
 	log_warn("cluster: volume %s is not served: %s", d->name, why);
 	volfail_set(cd->failed, d->name, why);
@@ -211,6 +229,12 @@ static void port_freed(struct clusterd *cd, uint16_t port)
 	if (o && !repl_volume_find(cd->eng, o->name) &&
 	    clusterd__def_has_node(o, cd->cfg->node))
 		clusterd__apply_def(cd, o, 0);
+}
+
+void clusterd__port_recheck(struct clusterd *cd, const struct voldef *d)
+{
+	if (!d->deleted && voldb_port_conflict(cd->db, d))
+		move_off(cd, d);
 }
 
 void clusterd__apply_def(struct clusterd *cd, const struct voldef *d, uint16_t was_port)

@@ -20,6 +20,10 @@ bool clusterd__def_has_node(const struct voldef *d, const char *node);
  * d came (0: none, or not live), which the volume refused on it gets if
  * d frees it.  The other volumes go on either way. */
 void clusterd__apply_def(struct clusterd *cd, const struct voldef *d, uint16_t was_port);
+/* d came again unchanged (a member's state after the group changed): if
+ * it still has another volume's port, it is moved now if this node is the
+ * one to (a send that failed, or the node that made it left). */
+void clusterd__port_recheck(struct clusterd *cd, const struct voldef *d);
 /* Tells the replicas this node shares with kn its address now. */
 void clusterd__apply_addresses(struct clusterd *cd, const struct known_node *kn);
 

@@ -8,14 +8,15 @@
 # address stays.  A ROLE from n4 that says n1 is Primary is dropped: nobody
 # records n1 as Primary.  A volume defined by n4 on vol0's port (as if
 # created at the same moment) is refused on n1 and n2, and their status
-# says so (critical) until it is deleted; one defined as n1's is moved to
-# a free port by n1, and one whose name sorts first takes the port of a
-# volume already served, which moves.  A message of protocol version 2
-# is logged once (not per message) and every node says in status that the
-# cluster is mixed (--json "mixed", other_protocols; text "MIXED"; exit 1,
-# degraded); a promotion is refused while it lasts; when n4's sender
-# leaves, all is healthy again and the promotion goes.  Skipped (77)
-# without root, network namespaces or corosync.
+# says so (critical) while n4 is in the group, then n1 moves it to a free
+# port; one defined as n1's is moved by n1 at once, and one whose name
+# sorts first takes the port of a volume already served, which moves.  A
+# message of protocol version 2 is logged once (not per message) and every
+# node says in status that the cluster is mixed (--json "mixed",
+# other_protocols; text "MIXED"; exit 1, degraded); a promotion is refused
+# while it lasts; when n4's sender leaves, all is healthy again and the
+# promotion goes.  Skipped (77) without root, network namespaces or
+# corosync.
 # shellcheck source=SCRIPTDIR/cluster-replagent-lib.sh
 . "${top_srcdir:-$(dirname "$0")/..}/tests/cluster-replagent-lib.sh" || exit 99
 
@@ -105,11 +106,12 @@ log "forged ROLE dropped"
 
 # ---- a volume on a port another volume has ------------------------------------------
 # As if n4 created zz0 at the moment n1 created vol0 (both nodes pick the
-# lowest free port): every node refuses the one whose name sorts later, and
-# its nodes' status says so (critical, with the reason) until it is deleted.
+# lowest free port): every node refuses the one whose name sorts later,
+# and its nodes' status says so (critical, with the reason) while n4, the
+# node to move it, is in the group; when n4's sender leaves, n1 (the
+# member with the lowest nodeid) moves it to a free port.
 port=$(port_of 1 vol0)
 forge_bg port voldef zz0 "$port" n1,n2
-release port
 for i in 1 2; do
 	rc_wait "$i" 10 'v.get("failed") is True and "port" in v.get("reason", "")' zz0 ||
 		problem "n$i's status does not say zz0 failed for its port: $(rc_cli "$i" status --json)"
@@ -119,12 +121,20 @@ for i in 1 2; do
 		problem "status on n$i with zz0 refused: exit $st: $(cat "$TESTDIR/status.$i")"
 done
 cat "$TESTDIR/status.1"
+release port
+rc_wait_all 30 "$RC_SYNCED" zz0 1 2 ||
+	problem "zz0 not moved and served once its maker left: $(rc_status 1)"
+q=$(port_of 1 zz0)
+[ "$q" != "$port" ] || problem "zz0 still on vol0's port $port"
+grep -q "volume zz0: port $port is volume vol0's .*sent version 2 on port $q" "$(rc_log 1)" ||
+	problem "n1 did not log moving zz0"
 rc_cli 1 volume delete zz0 || problem "volume delete zz0 failed"
 for i in 1 2; do
 	rc_wait "$i" 10 '"zz0" not in vols' zz0 || problem "n$i still lists zz0 after its deletion"
 done
 rc_wait_all 30 "$RC_SYNCED" vol0 1 2 || problem "vol0 not in sync after zz0"
-log "a volume on vol0's port ($port): refused and shown failed on n1 and n2, deleted"
+log "a volume on vol0's port ($port): refused and shown failed on n1 and n2, moved to $q" \
+	"by n1 when its maker left, deleted"
 
 # ---- ... which the node that made it moves ------------------------------------------
 # As if n1 (origin 1) had made zy0 at the moment vol0 was made: n1 sends it
@@ -159,10 +169,9 @@ for i in 1 2; do
 	rc_cli "$i" status >"$TESTDIR/status.$i" 2>&1 || st=$?
 	[ "$st" = 0 ] || problem "status on n$i after the moves: exit $st: $(cat "$TESTDIR/status.$i")"
 done
-# zz9 on aa0's port, made by n4 (nobody moves it): refused until aa0 is
-# deleted, then served on that port.
+# zz9 on aa0's port, made by n4 (which, in the group, is the one to move
+# it, and does not): refused until aa0 is deleted, then served on that port.
 forge_bg mv3 voldef zz9 "$p1" n1,n2
-release mv3
 rc_wait 1 10 'v.get("failed") is True' zz9 || problem "zz9 on aa0's port not refused on n1"
 for v in zy0 zy1 aa0; do
 	rc_cli 1 volume delete "$v" || problem "volume delete $v failed"
@@ -172,6 +181,8 @@ for v in zy0 zy1 aa0; do
 done
 rc_wait_all 30 "$RC_SYNCED" zz9 1 2 ||
 	problem "zz9 not served on n1 and n2 once aa0 freed its port: $(rc_status 1)"
+[ "$(port_of 1 zz9)" = "$p1" ] || problem "zz9 on port $(port_of 1 zz9), not aa0's $p1"
+release mv3
 rc_cli 1 volume delete zz9 || problem "volume delete zz9 failed"
 log "zy0 on vol0's port moved by n1 to $p0; aa0 on zy1's port $p1 moved zy1 to $p2;" \
 	"zz9 refused on $p1 until aa0 was deleted; all in sync"
