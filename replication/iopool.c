@@ -248,8 +248,9 @@ static int exec(struct iopool *p, struct repl_io *io, uint64_t *took)
 		r = flush(p, io, io->pool_mark, &io->flush_lost);
 	else
 		r = repl__store_exec(p->fd, p->blockdev, io);
-	/* A read submitted before a flush failed and done after it may see
-	 * data the disk dropped, or not: it fails rather than guess. */
+	/* A read submitted before a flush failed, or before the engine heard
+	 * of one that had (repl__iopool_submit()), and done after it may
+	 * see data the disk dropped, or not: it fails rather than guess. */
 	if (r >= 0 && io->op == REPL_IO_READ &&
 	    __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE) != io->pool_mark)
 		r = -EIO;
@@ -614,7 +615,15 @@ void repl__iopool_submit(struct iopool *p, struct repl_io *io)
 	if (io->op == REPL_IO_FLUSH) {
 		io->pool_mark = __atomic_load_n(&p->writes_done, __ATOMIC_ACQUIRE);
 	} else if (io->op == REPL_IO_READ) {
-		io->pool_mark = __atomic_load_n(&p->lost, __ATOMIC_ACQUIRE);
+		/* What the engine has heard of: a flush that failed before
+		 * and is not heard of yet fails this read too (exec()); the
+		 * engine has not acted on that loss (a Primary steps down
+		 * and its reads go to no client, outdate.c), and this disk
+		 * may have dropped writes the read would miss (replsim
+		 * --inline seed 26050: a Primary read an acknowledged write
+		 * its disk had dropped, submitted after the flush failed,
+		 * done after it stepped down). */
+		io->pool_mark = __atomic_load_n(&p->lost_heard, __ATOMIC_ACQUIRE);
 	}
 	if (!p->freeing && repl__defer(p->eng, &p->kick)) {
 		*p->pend_tail = io;

@@ -298,6 +298,33 @@ static void test_sync_while_loss_unhandled(struct iopool *pool, void *buf)
 	CHECK_MSG(r == 0 && !lost, "a sync after the loss was handled: %d, lost %d", r, lost);
 }
 
+/* A read submitted after a flush failed but before the engine heard of
+ * it (the flush's ->done not yet taken): the disk may have dropped a write
+ * the read covers, and the engine has not acted on it yet; the read fails.
+ * Once the loss is heard of, reads work again. */
+static void test_read_while_loss_unhandled(struct iopool *pool, void *buf)
+{
+	struct req a, r, r2;
+
+	dirty_write(pool, buf, 0);
+	arm(50);
+	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
+	repl__iopool_submit(pool, &a.io);
+	CHECK(syncs_begun(1));
+	usleep(300 * 1000);	/* A failed; its ->done waits for the loop */
+	CHECK(!a.done);
+	req_init(&r, "read", REPL_IO_READ, buf);
+	repl__iopool_submit(pool, &r.io);
+	CHECK(wait_done(&a, 2000) && a.result == -EIO && a.lost);
+	CHECK(wait_done(&r, 2000));
+	CHECK_MSG(r.result == -EIO, "a read submitted while a lost flush was not heard "
+		  "of: %d", r.result);
+	req_init(&r2, "read after", REPL_IO_READ, buf);
+	repl__iopool_submit(pool, &r2.io);
+	CHECK(wait_done(&r2, 2000));
+	CHECK_MSG(r2.result == 0, "a read after the loss was heard of: %d", r2.result);
+}
+
 int main(void)
 {
 	struct repl_loop loop = { &ops, NULL };
@@ -326,6 +353,7 @@ int main(void)
 		test_concurrent_flush(pool, buf);
 		test_sync_while_loss_unhandled(pool, buf);
 		test_fua_reports_loss(pool, buf);
+		test_read_while_loss_unhandled(pool, buf);
 	}
 	repl__iopool_free(pool);
 	repl_engine_free(eng);
