@@ -122,16 +122,15 @@ static void grow_to_def(struct repl_volume *vol, const struct voldef *d)
 			d->size, why);
 }
 
-/* ---- ports ---------------------------------------------------------------
+/* ---- ports ----------------------------------------------------------------- */
 
- * Two volumes created at the same moment on two nodes can get one port
+/* Two volumes created at the same moment on two nodes can get one port
  * (each node picks the lowest free in its view).  Every node gives it to
  * the same one (voldb_port_owner: the name that sorts first), whatever
  * order the definitions came in; the other is not served on it, and the
  * node that made it (its origin; moves_it()) sends it again on a free
  * port, a new version, so that the creation the CLI said ok to happens
- * after all.
- * Both are milliseconds old when this happens. */
+ * after all.  Both are milliseconds old when this happens. */
 
 /* Who moves a volume that lost its port: the node that made its
  * definition, or, if that one is not in the group (it may have died just
@@ -252,21 +251,22 @@ void clusterd__apply_def(struct clusterd *cd, const struct voldef *d, uint16_t w
 			set_aside(cd, d->name);	/* also if we were down at the delete */
 		if (!d->deleted)
 			settle_port(cd, d);
-	} else if (!settle_port(cd, d)) {
-		;			/* refused, until it moves */
-	} else if (vol && moved) {
-		/* Moved to another port (it had lost the old one where this
-		 * node did not see it lose): served on the new one. */
-		if (repl_volume_remove(vol) < 0)
-			log_err("cluster: volume %s moved to port %u but is Primary or in use "
-				"here: it stays on port %u until it is demoted and unused "
-				"and this node restarts", d->name, d->port, was_port);
-		else
+	} else if (settle_port(cd, d)) {	/* else refused, until it moves */
+		if (vol && moved) {
+			/* It had lost the old port where this node did not
+			 * see it lose: served on the new one. */
+			if (repl_volume_remove(vol) < 0)
+				log_err("cluster: volume %s moved to port %u but is Primary "
+					"or in use here: it stays on port %u until it is "
+					"demoted and unused and this node restarts", d->name,
+					d->port, was_port);
+			else
+				attach(cd, d);
+		} else if (vol) {
+			grow_to_def(vol, d);
+		} else {
 			attach(cd, d);
-	} else if (vol) {
-		grow_to_def(vol, d);
-	} else {
-		attach(cd, d);
+		}
 	}
 	if (was_port && (d->deleted || moved || !mine))
 		port_freed(cd, was_port);
