@@ -274,6 +274,20 @@ static void test_fua_reports_loss(struct iopool *pool, void *buf)
 	CHECK_MSG(f.result == 0, "the FLUSH after the loss was heard: %d", f.result);
 }
 
+/* A write not yet durable, then flush A, whose fdatasync fails after 50
+ * ms; returns when it has failed and its ->done waits for the loop (the
+ * engine has not heard of the loss). */
+static void loss_unheard(struct iopool *pool, void *buf, struct req *a)
+{
+	dirty_write(pool, buf, 0);
+	arm(50);
+	req_init(a, "flush A", REPL_IO_FLUSH, NULL);
+	repl__iopool_submit(pool, &a->io);
+	CHECK(syncs_begun(1));
+	usleep(300 * 1000);
+	CHECK(!a->done);
+}
+
 /* A flush on the loop thread while a lost flush waits to be handled: it
  * reports the loss too. */
 static void test_sync_while_loss_unhandled(struct iopool *pool, void *buf)
@@ -282,13 +296,7 @@ static void test_sync_while_loss_unhandled(struct iopool *pool, void *buf)
 	bool lost = false;
 	int r;
 
-	dirty_write(pool, buf, 0);
-	arm(50);
-	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
-	repl__iopool_submit(pool, &a.io);
-	CHECK(syncs_begun(1));
-	usleep(300 * 1000);	/* A failed; its ->done waits for the loop */
-	CHECK(!a.done);
+	loss_unheard(pool, buf, &a);
 	r = repl__iopool_sync(pool, &lost);
 	CHECK_MSG(r < 0 && lost, "a sync while a lost flush is unhandled: %d, lost %d", r, lost);
 	CHECK(wait_done(&a, 2000) && a.result == -EIO && a.lost);
@@ -306,13 +314,7 @@ static void test_read_while_loss_unhandled(struct iopool *pool, void *buf)
 {
 	struct req a, r, r2;
 
-	dirty_write(pool, buf, 0);
-	arm(50);
-	req_init(&a, "flush A", REPL_IO_FLUSH, NULL);
-	repl__iopool_submit(pool, &a.io);
-	CHECK(syncs_begun(1));
-	usleep(300 * 1000);	/* A failed; its ->done waits for the loop */
-	CHECK(!a.done);
+	loss_unheard(pool, buf, &a);
 	req_init(&r, "read", REPL_IO_READ, buf);
 	repl__iopool_submit(pool, &r.io);
 	CHECK(wait_done(&a, 2000) && a.result == -EIO && a.lost);
