@@ -595,20 +595,30 @@ int voldb_create(const struct voldb *db, const char *name, uint64_t size,
 	return 0;
 }
 
-int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid,
-		 struct voldef *out)
+/* The next version of old, a live definition, made by this node: what a
+ * delete, a resize and a move start from.  0, or -EOVERFLOW. */
+static int next_version(const struct voldef *old, uint32_t local_nodeid, struct voldef *out)
 {
-	const struct voldef *old = voldb_find(db, name);
-
-	if (!old || old->deleted)
-		return -ENOENT;
 	if (old->version == UINT64_MAX)
 		return -EOVERFLOW;
 	*out = *old;
 	out->version++;
 	out->origin = local_nodeid;
-	out->deleted = true;
 	return 0;
+}
+
+int voldb_delete(const struct voldb *db, const char *name, uint32_t local_nodeid,
+		 struct voldef *out)
+{
+	const struct voldef *old = voldb_find(db, name);
+	int r;
+
+	if (!old || old->deleted)
+		return -ENOENT;
+	r = next_version(old, local_nodeid, out);
+	if (!r)
+		out->deleted = true;
+	return r;
 }
 
 const struct voldef *voldb_port_owner(const struct voldb *db, uint16_t port)
@@ -636,11 +646,8 @@ int voldb_move(const struct voldb *db, const char *name, uint32_t local_nodeid,
 		return -ENOENT;
 	if (being_created(db, name) || db->n_sent == VOLDB_SENT_MAX)
 		return -EBUSY;
-	if (old->version == UINT64_MAX)
+	if (next_version(old, local_nodeid, &v) < 0)
 		return -EOVERFLOW;
-	v = *old;
-	v.version++;
-	v.origin = local_nodeid;
 	if (pick_port(db, base_port, &v.port) < 0)
 		return -ENOSPC;
 	*out = v;
@@ -663,11 +670,8 @@ int voldb_resize(const struct voldb *db, const char *name, uint64_t size,
 	if (size < old->size)
 		return fail(why, "the volume is larger than that: a volume only grows "
 			    "(shrinking would lose the data at its end)", -EINVAL);
-	if (old->version == UINT64_MAX)
+	if (next_version(old, local_nodeid, out) < 0)
 		return fail(why, "the volume's version numbers are exhausted", -EOVERFLOW);
-	*out = *old;
-	out->version++;
-	out->origin = local_nodeid;
 	out->size = size;
 	return 0;
 }
